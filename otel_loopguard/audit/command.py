@@ -1,0 +1,60 @@
+"""`otel-loopguard audit`: score recorded traces; the exit status is the verdict.
+
+0 every scored run passes the release rule, 1 a scored run fails it,
+2 bad input, 3 nothing failed but some run could not be scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Optional, TextIO
+
+from ..errors import LoopguardError
+from ..fingerprint import Fingerprinter, load_key
+from ..policy import load_policy
+from ..score import RunReport, judge
+from .inputs import read_runs
+from .report import to_json, to_text
+
+EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_UNSCORABLE = 0, 1, 2, 3
+
+_log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON, OTLP/JSON or OTLP protobuf")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--policy", type=Path, help="policy file (YAML or JSON)")
+    parser.add_argument("--key-file", type=Path, help="digest key file (default: OTEL_LOOPGUARD_KEY[_FILE])")
+
+
+def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
+    out = out or sys.stdout
+    try:
+        reports = audit(args.files, args.policy, args.key_file)
+    except LoopguardError as exc:
+        print(f"otel-loopguard audit: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out.write(to_json(reports) + "\n" if args.format == "json" else to_text(reports))
+    return exit_status(reports)
+
+
+def audit(files: list[Path], policy_file: Optional[Path] = None, key_file: Optional[Path] = None) -> list[RunReport]:
+    policy = load_policy(policy_file)
+    fp = Fingerprinter(load_key(key_file=key_file) if key_file else load_key(), policy)
+    runs = read_runs(files)
+    if not runs:
+        _log.warning("no tool calls found in %s", ", ".join(map(str, files)))
+    return [judge(r, fp) for r in runs]
+
+
+def exit_status(reports: list[RunReport]) -> int:
+    verdicts = [r.passed for r in reports]
+    if False in verdicts:
+        return EXIT_FAIL
+    if None in verdicts or not verdicts:
+        return EXIT_UNSCORABLE
+    return EXIT_PASS

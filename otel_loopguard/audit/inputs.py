@@ -1,0 +1,112 @@
+"""Read audit input files of any supported format into runs.
+
+NDJSON tool-call records, OTLP/JSON (one request per file, or one per line as
+the Collector's file exporter writes), and serialized OTLP protobuf
+`ExportTraceServiceRequest`s. Runs with the same id are merged across files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ..errors import InputError
+from ..otlp.json_format import OtlpJsonError, request_from_json
+from ..otlp.spans import SpanCollector
+from ..score import RunInput
+from .ndjson import read_ndjson
+from .runs import RunBuilder
+
+PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
+MAX_INPUT_BYTES = 512 * 1024 * 1024
+
+
+def read_runs(paths: Iterable[Path]) -> list[RunInput]:
+    records = RunBuilder()
+    spans = SpanCollector()
+    for path in paths:
+        _read_file(Path(path), records, spans)
+    for run_id, calls, models, facts in spans.runs():
+        for call in calls:
+            records.add_call(run_id, call)
+        for model in models:
+            records.add_model(run_id, model)
+        records.set_facts(run_id, facts)
+    return records.runs()
+
+
+def _read_file(path: Path, records: RunBuilder, spans: SpanCollector) -> None:
+    data = _read_bytes(path)
+    if path.suffix in PROTOBUF_SUFFIXES:
+        spans.add(_protobuf(path, data))
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        spans.add(_protobuf(path, data))
+        return
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if not first.lstrip().startswith("{"):
+        if text.strip():
+            spans.add(_protobuf(path, data))
+        return
+    if _is_otlp_json(text, first):
+        for request in _otlp_json(path, text):
+            spans.add(request)
+    else:
+        read_ndjson(path, text, records)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.stat().st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // 2**20} MiB; split it")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _is_otlp_json(text: str, first: str) -> bool:
+    head = first if len(first) < 4096 else first[:4096]
+    return '"resourceSpans"' in head or '"resource_spans"' in head or (
+        head.strip() == "{" and ('"resourceSpans"' in text[:4096] or '"resource_spans"' in text[:4096])
+    )
+
+
+def _otlp_json(path: Path, text: str) -> list[ExportTraceServiceRequest]:
+    try:
+        documents: list[Any] = [json.loads(text)]
+    except ValueError:
+        documents = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                documents.append(_json_line(path, number, line))
+    out = []
+    for i, doc in enumerate(documents, start=1):
+        try:
+            out.append(request_from_json(doc))
+        except OtlpJsonError as exc:
+            raise InputError(f"{path}: OTLP/JSON request {i} is invalid: {exc}") from None
+    return out
+
+
+def _json_line(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+
+
+def _protobuf(path: Path, data: bytes) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except (DecodeError, RuntimeError) as exc:
+        raise InputError(
+            f"{path}: not NDJSON records, OTLP/JSON or an OTLP protobuf ExportTraceServiceRequest ({exc})"
+        ) from None
+    return request

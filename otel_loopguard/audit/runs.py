@@ -1,0 +1,35 @@
+"""Collects calls, model decisions and run facts per run id across input files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..calls import ModelCall, RawCall, RunFacts
+from ..score import RunInput
+
+
+@dataclass
+class _Pending:
+    calls: list[RawCall] = field(default_factory=list)
+    models: list[ModelCall] = field(default_factory=list)
+    facts: RunFacts = RunFacts()
+
+
+class RunBuilder:
+    def __init__(self) -> None:
+        self._runs: dict[str, _Pending] = {}
+
+    def _run(self, run_id: str) -> _Pending:
+        return self._runs.setdefault(run_id, _Pending())
+
+    def add_call(self, run_id: str, call: RawCall) -> None:
+        self._run(run_id).calls.append(call)
+
+    def add_model(self, run_id: str, model: ModelCall) -> None:
+        self._run(run_id).models.append(model)
+
+    def set_facts(self, run_id: str, facts: RunFacts) -> None:
+        self._run(run_id).facts = facts
+
+    def runs(self) -> list[RunInput]:
+        return [RunInput(rid, p.calls, p.models, p.facts) for rid, p in self._runs.items()]

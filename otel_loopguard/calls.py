@@ -1,0 +1,111 @@
+"""The records every stage shares.
+
+`RawCall` is what a shell (processor, receiver, audit reader) extracts from its
+input. `ToolCall` is the compact, fingerprinted record the detectors see: it
+holds digests and small progress evidence, never raw payloads, so a buffered
+run stays small and carries nothing sensitive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class RawCall:
+    """One tool call as read from telemetry, before fingerprinting.
+
+    `arguments` and `result` may be JSON text, already-parsed values, or None
+    when the shell only has precomputed digests (`args_digest`/`result_digest`,
+    e.g. from spans the in-process processor already tagged).
+    """
+
+    seq: int
+    tool: str
+    arguments: Any = None
+    result: Any = None
+    ok: Optional[bool] = True
+    finished: bool = True
+    turn: Optional[int] = None
+    call_id: Optional[str] = None
+    span_id: Optional[str] = None
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    args_digest: Optional[str] = None
+    result_digest: Optional[str] = None
+    dispatched: bool = True  # False: a guard denied it before it ran
+    guard: Optional[str] = None  # kind of a guard decision recorded on this call
+    key_id: Optional[str] = None  # key id of precomputed digests
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Progress signals extracted from one observation by the tool's rule.
+
+    Only the few values a progress rule compares are kept; item ids are kept
+    as short hashes.
+    """
+
+    version: Optional[float] = None
+    state: Optional[str] = None
+    terminal: bool = False
+    cursor: Optional[str] = None
+    item_ids: tuple[int, ...] = ()
+    error_count: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A fingerprinted tool call, the unit every detector observes."""
+
+    seq: int
+    tool: str
+    action: str  # keyed digest of tool + canonical arguments + identity
+    result: Optional[str]  # keyed digest of the canonical result, None if absent
+    ok: Optional[bool]
+    turn: Optional[int] = None
+    call_id: Optional[str] = None
+    span_id: Optional[str] = None
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+    evidence: Evidence = Evidence()
+    write: Optional[str] = None  # digest of the write without its idempotency key
+    write_key: Optional[str] = None  # digest of the idempotency key value, if any
+    flags: frozenset[str] = frozenset()
+
+
+TERMINATION_REASONS = (
+    "final_answer",
+    "loop_guard",
+    "turn_limit",
+    "budget",
+    "deadline",
+    "tool_error",
+    "cancelled",
+    "unknown",
+)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the application itself recorded about how a run ended.
+
+    Never inferred from the calls: a run that repeats and then ends is not
+    `loop_guard` unless something recorded that reason.
+    """
+
+    termination_reason: str = "unknown"
+    terminal_response: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model decision: counts turns and prices tokens for the budgets."""
+
+    turn: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: Optional[str] = None
+    end_ns: Optional[int] = None

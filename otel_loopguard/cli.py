@@ -1,0 +1,54 @@
+"""`otel-loopguard`: the command line. A thin shell over the audit (and, later, serve)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import __version__
+from .audit import command as audit_command
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="otel-loopguard: %(levelname)s: %(message)s",
+    )
+    return int(args.handler(args))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="otel-loopguard", description="Catch AI agents stuck in tool-call loops.")
+    parser.add_argument("--version", action="version", version=f"otel-loopguard {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    audit = sub.add_parser("audit", help="score recorded traces (exit 0 pass, 1 fail, 2 bad input, 3 unscorable)")
+    audit_command.add_arguments(audit)
+    audit.set_defaults(handler=audit_command.run)
+    demo = sub.add_parser("demo", help="audit the bundled example traces and explain the result")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    examples = resources.files("otel_loopguard") / "examples"
+    with resources.as_file(examples) as folder:
+        files = sorted(Path(folder).glob("*.ndjson"))
+        print(f"Auditing {len(files)} bundled example traces ({', '.join(f.name for f in files)}):\n")
+        args.files, args.format, args.policy, args.key_file = files, "text", None, None
+        status = audit_command.run(args)
+    print(
+        f"audit exit status would be {status} (0 pass, 1 a run fails the release rule, 2 bad input, "
+        "3 unscorable). Audit your own traces with: otel-loopguard audit FILE... [--format json]"
+    )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

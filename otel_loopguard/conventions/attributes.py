@@ -1,0 +1,20 @@
+"""Names of the attributes otel-loopguard writes and reads (CONTRACT.md)."""
+
+from __future__ import annotations
+
+# Section 1: added to tool spans by the in-process processor.
+TOOL_NAME = "loopguard.tool.name"
+ARGS_DIGEST = "loopguard.args.digest"
+RESULT_DIGEST = "loopguard.result.digest"
+SEQ = "loopguard.seq"
+RUN_ID = "loopguard.run.id"
+TURN = "loopguard.turn"
+OUTCOME = "loopguard.outcome"
+KEY_ID = "loopguard.key.id"
+MODE = "loopguard.mode"
+
+# Extensions read by the audit (docs/telemetry.md): how a run ended, guard decisions.
+TERMINATION_REASON = "loopguard.termination_reason"
+TERMINAL_RESPONSE = "loopguard.terminal_response"
+GUARD = "loopguard.guard"
+DISPATCHED = "loopguard.dispatched"

@@ -1,0 +1,97 @@
+"""Recognise tool and model spans from their attributes (pure).
+
+Both shells call this: the processor with an SDK span's attributes, the
+receiver and the audit reader with attributes decoded from OTLP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Union
+
+from .attributes import OUTCOME, TOOL_NAME
+from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
+
+@dataclass(frozen=True)
+class ToolSpan:
+    convention: str
+    tool: str
+    call_id: Optional[str]
+    arguments: Any
+    result: Any
+    error: bool
+
+
+@dataclass(frozen=True)
+class ModelSpan:
+    convention: str
+    model: Optional[str]
+    input_tokens: int
+    output_tokens: int
+
+
+Recognised = Union[ToolSpan, ModelSpan, None]
+
+
+def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Recognised:
+    """A ToolSpan, a ModelSpan, or None for every other span."""
+    for conv in TOOL_CONVENTIONS:
+        if attributes.get(conv.marker) in conv.marker_values:
+            return _tool(conv, attributes, status_error)
+    if TOOL_NAME in attributes:
+        return _tagged_tool(attributes, status_error)
+    for mconv in MODEL_CONVENTIONS:
+        if attributes.get(mconv.marker) in mconv.marker_values:
+            return _model(mconv, attributes)
+    return None
+
+
+def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in attributes:
+            return attributes[key]
+    return None
+
+
+def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
+    tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool)
+    call_id = _first(attributes, conv.call_id)
+    return ToolSpan(
+        convention=conv.name,
+        tool=str(tool) if tool is not None else "unknown",
+        call_id=str(call_id) if call_id is not None else None,
+        arguments=_first(attributes, conv.arguments),
+        result=_first(attributes, conv.result),
+        error=_is_error(attributes, status_error),
+    )
+
+
+def _tagged_tool(attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
+    return ToolSpan("loopguard", str(attributes[TOOL_NAME]), None, None, None, _is_error(attributes, status_error))
+
+
+def _is_error(attributes: Mapping[str, Any], status_error: bool) -> bool:
+    outcome = attributes.get(OUTCOME)
+    if outcome is not None:
+        return outcome == "error"
+    return status_error or bool(attributes.get("error.type"))
+
+
+def _model(conv: ModelConvention, attributes: Mapping[str, Any]) -> ModelSpan:
+    model = _first(attributes, conv.model)
+    return ModelSpan(
+        convention=conv.name,
+        model=str(model) if model is not None else None,
+        input_tokens=_int(_first(attributes, conv.input_tokens)),
+        output_tokens=_int(_first(attributes, conv.output_tokens)),
+    )
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, (int, float)):
+        return max(0, int(v))
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return 0

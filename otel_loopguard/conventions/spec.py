@@ -1,0 +1,88 @@
+"""Which span attributes carry what, per instrumentation convention (data, not code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ToolConvention:
+    name: str
+    marker: str  # attribute that identifies the span kind
+    marker_values: frozenset[str]  # values of `marker` that mean "tool call"
+    tool: str
+    call_id: tuple[str, ...]
+    arguments: tuple[str, ...]
+    result: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelConvention:
+    name: str
+    marker: str
+    marker_values: frozenset[str]
+    model: tuple[str, ...]
+    input_tokens: tuple[str, ...]
+    output_tokens: tuple[str, ...]
+
+
+GENAI_TOOL = ToolConvention(
+    name="gen_ai",
+    marker="gen_ai.operation.name",
+    marker_values=frozenset({"execute_tool"}),
+    tool="gen_ai.tool.name",
+    call_id=("gen_ai.tool.call.id",),
+    arguments=("gen_ai.tool.call.arguments", "gen_ai.tool.arguments"),
+    result=("gen_ai.tool.call.result", "gen_ai.tool.result"),
+)
+
+OPENINFERENCE_TOOL = ToolConvention(
+    name="openinference",
+    marker="openinference.span.kind",
+    marker_values=frozenset({"TOOL", "tool"}),
+    tool="tool.name",
+    call_id=("tool_call.id", "tool.id"),
+    arguments=("tool.parameters_value", "input.value"),
+    result=("output.value",),
+)
+
+TRACELOOP_TOOL = ToolConvention(
+    name="traceloop",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"tool"}),
+    tool="traceloop.entity.name",
+    call_id=("gen_ai.tool.call.id",),
+    arguments=("traceloop.entity.input",),
+    result=("traceloop.entity.output",),
+)
+
+TOOL_CONVENTIONS = (GENAI_TOOL, OPENINFERENCE_TOOL, TRACELOOP_TOOL)
+
+GENAI_MODEL = ModelConvention(
+    name="gen_ai",
+    marker="gen_ai.operation.name",
+    marker_values=frozenset({"chat", "text_completion", "generate_content"}),
+    model=("gen_ai.response.model", "gen_ai.request.model"),
+    input_tokens=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    output_tokens=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+)
+
+OPENINFERENCE_MODEL = ModelConvention(
+    name="openinference",
+    marker="openinference.span.kind",
+    marker_values=frozenset({"LLM", "llm"}),
+    model=("llm.model_name",),
+    input_tokens=("llm.token_count.prompt",),
+    output_tokens=("llm.token_count.completion",),
+)
+
+TRACELOOP_MODEL = ModelConvention(
+    name="traceloop",
+    marker="llm.request.type",
+    marker_values=frozenset({"chat", "completion"}),
+    model=("gen_ai.response.model", "gen_ai.request.model"),
+    input_tokens=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    output_tokens=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+)
+
+MODEL_CONVENTIONS = (GENAI_MODEL, OPENINFERENCE_MODEL, TRACELOOP_MODEL)

@@ -1,0 +1,52 @@
+"""What every detector shares: the per-call step it observes, and the warn/stop latch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+from ..calls import ModelCall, ToolCall
+from ..findings import STOP, WARN, Finding
+from ..policy import ToolRule
+from ..progress import Judgement
+
+
+@dataclass(frozen=True)
+class Step:
+    """One call as the run hands it to the detectors.
+
+    `decision` numbers the model decisions of the run: calls requested by the
+    same decision (same `turn`) are siblings and share it.
+    """
+
+    call: ToolCall
+    decision: int
+    judgement: Judgement
+    rule: ToolRule
+
+
+class Detector(Protocol):
+    def observe(self, step: Step) -> list[Finding]: ...
+
+
+class ModelObserver(Protocol):
+    def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]: ...
+
+
+class Latch:
+    """Fires warn once, then stop once, as a count climbs; stop wins a tie."""
+
+    __slots__ = ("warned", "stopped")
+
+    def __init__(self) -> None:
+        self.warned = False
+        self.stopped = False
+
+    def level(self, count: float, warn_at: float, stop_at: float) -> Optional[str]:
+        if count >= stop_at and not self.stopped:
+            self.stopped = self.warned = True
+            return STOP
+        if count >= warn_at and not self.warned:
+            self.warned = True
+            return WARN
+        return None

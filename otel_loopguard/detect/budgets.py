@@ -1,0 +1,102 @@
+"""`budget` (turns, tool calls, cost, wall time) and `tool_cap` (calls per tool).
+
+Each ceiling warns at `warn_ratio` of its limit and stops when the limit is
+reached: the limit is the last call allowed, so the next one must not run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..calls import ModelCall, ToolCall
+from ..findings import Finding, finding
+from ..policy import Policy
+from .base import Latch, Step
+
+_NS = 1e9
+
+
+class BudgetDetector:
+    def __init__(self, policy: Policy):
+        self._policy = policy
+        self._rule = policy.budget
+        self._latches = {k: Latch() for k in ("turns", "tool_calls", "cost", "seconds")}
+        self._tool_calls = 0
+        self._turns = 0
+        self._last_turn: Optional[int] = None
+        self._cost = 0.0
+        self._first_start: Optional[int] = None
+
+    def observe(self, step: Step) -> list[Finding]:
+        call = step.call
+        self._tool_calls += 1
+        self._count_turn(call.turn)
+        if call.start_ns and self._first_start is None:
+            self._first_start = call.start_ns
+        out = self._check("tool_calls", self._tool_calls, self._rule.max_tool_calls, call)
+        out += self._check("turns", self._turns, self._rule.max_turns, call)
+        elapsed = self._elapsed(call)
+        if elapsed is not None:
+            out += self._check("seconds", elapsed, self._rule.max_seconds, call)
+        return out
+
+    def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]:
+        self._count_turn(model.turn)
+        price = self._policy.price_for(model.model)
+        if price is not None:
+            self._cost += (model.input_tokens * price.input + model.output_tokens * price.output) / 1e6
+        out = self._check("turns", self._turns, self._rule.max_turns, last)
+        return out + self._check("cost", self._cost, self._rule.max_cost_usd, last)
+
+    def _count_turn(self, turn: Optional[int]) -> None:
+        if turn is not None and turn != self._last_turn:
+            self._turns += 1
+            self._last_turn = turn
+
+    def _elapsed(self, call: ToolCall) -> Optional[float]:
+        if self._first_start is None or not call.end_ns:
+            return None
+        return (call.end_ns - self._first_start) / _NS
+
+    def _check(
+        self, name: str, used: float, limit: Optional[float], call: Optional[ToolCall]
+    ) -> list[Finding]:
+        if limit is None:
+            return []
+        level = self._latches[name].level(used, warn_at(limit, self._rule.warn_ratio), limit)
+        if level is None:
+            return []
+        shown = f"{used:.2f}" if name in ("cost", "seconds") else str(int(used))
+        reason = f"the run used {shown} {_UNITS[name]} of its budget of {limit:g}"
+        calls = [call] if call is not None else []
+        return [finding("budget", level, calls, reason, count=len(calls))]
+
+
+_UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
+
+
+def warn_at(limit: float, ratio: float) -> float:
+    """The warn level for a limit; equal to the limit when the ratio rounds up to it."""
+    return min(limit, math.ceil(limit * ratio)) if float(limit).is_integer() else limit * ratio
+
+
+class ToolCapDetector:
+    def __init__(self, policy: Policy):
+        self._policy = policy
+        self._counts: dict[str, int] = {}
+        self._latches: dict[str, Latch] = {}
+
+    def observe(self, step: Step) -> list[Finding]:
+        cap = step.rule.max_calls
+        if cap is None:
+            return []
+        tool = step.call.tool
+        count = self._counts.get(tool, 0) + 1
+        self._counts[tool] = count
+        latch = self._latches.setdefault(tool, Latch())
+        level = latch.level(count, warn_at(cap, self._policy.budget.warn_ratio), cap)
+        if level is None:
+            return []
+        reason = f"{tool} was called {count} times; its cap is {cap} calls per run"
+        return [finding("tool_cap", level, [step.call], reason, count=count, tool=tool)]

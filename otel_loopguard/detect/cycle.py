@@ -1,0 +1,63 @@
+"""`cycle`: a block of 2..4 different calls repeated, outcomes included.
+
+For each period p we keep how many calls in a row matched the call p places
+earlier (same action, same result, same outcome). p matched calls in a row
+complete one more repetition, so the check per call is O(max_period).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..calls import ToolCall
+from ..findings import Finding, finding
+from ..policy import Policy
+from .base import Latch, Step
+
+
+class CycleDetector:
+    def __init__(self, policy: Policy):
+        self._rule = policy.cycle
+        periods = range(self._rule.min_period, self._rule.max_period + 1)
+        self._matched = {p: 0 for p in periods}
+        self._latches = {p: Latch() for p in periods}
+        self._recent: deque[tuple[tuple[str, object, object], ToolCall]] = deque(
+            maxlen=self._rule.max_period * self._rule.stop_at
+        )
+
+    def observe(self, step: Step) -> list[Finding]:
+        call = step.call
+        sig = (call.action, call.result, call.ok)
+        recent = self._recent
+        for p in self._matched:
+            if len(recent) >= p and recent[-p][0] == sig:
+                self._matched[p] += 1
+            else:
+                self._matched[p] = 0
+                self._latches[p] = Latch()
+        recent.append((sig, call))
+        period = self._shortest_repeating_period()
+        if period is None:
+            return []
+        reps = self._matched[period] // period + 1
+        level = self._latches[period].level(reps, self._rule.warn_at, self._rule.stop_at)
+        if level is None:
+            return []
+        calls = [c for _, c in list(recent)[-reps * period :]]
+        tools = " -> ".join(c.tool for c in calls[:period])
+        reason = (
+            f"the same {period}-call pattern ({tools}) repeated {reps} times with the same "
+            f"results (warn at {self._rule.warn_at}, stop at {self._rule.stop_at} repetitions)"
+        )
+        return [finding("cycle", level, calls, reason)]
+
+    def _shortest_repeating_period(self) -> int | None:
+        for p, matched in self._matched.items():
+            if matched >= p and self._block_varies(p):
+                return p
+        return None
+
+    def _block_varies(self, p: int) -> bool:
+        # One action repeated is the repeat detector's case, not a cycle.
+        block = list(self._recent)[-p:]
+        return len({sig[0] for sig, _ in block}) > 1

@@ -1,0 +1,39 @@
+"""`no_progress`: calls in a row that brought nothing new to the run.
+
+New information is a result digest never seen before in the run, or declared
+progress (docs/policy.md#progress). Pollers are left to `poll_budget`: their
+unchanged observations neither extend nor break this streak.
+"""
+
+from __future__ import annotations
+
+from ..calls import ToolCall
+from ..findings import Finding, finding
+from ..policy import Policy
+from .base import Latch, Step
+
+
+class NoProgressDetector:
+    def __init__(self, policy: Policy):
+        self._rule = policy.no_progress
+        self._calls: list[ToolCall] = []
+        self._count = 0
+        self._latch = Latch()
+
+    def observe(self, step: Step) -> list[Finding]:
+        if step.rule.poll is not None or step.call.result is None:
+            return []
+        if step.judgement.new_information:
+            self._calls, self._count, self._latch = [], 0, Latch()
+            return []
+        self._count += 1
+        if len(self._calls) < self._rule.stop_at:
+            self._calls.append(step.call)
+        level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
+        if level is None:
+            return []
+        reason = (
+            f"{self._count} calls in a row returned only results already seen in this run "
+            f"(warn at {self._rule.warn_at}, stop at {self._rule.stop_at})"
+        )
+        return [finding("no_progress", level, self._calls, reason, count=self._count)]

@@ -1,0 +1,107 @@
+"""`repeat`: the same action again, with no progress in between.
+
+Consecutive mode (default) counts decisions in a row that requested the
+action; a decision that requested something else, or a call that made
+progress, starts the count again. Window mode counts the action's calls
+without progress within the last `window` decisions. Siblings of one decision
+never count twice: they are `parallel_duplicate`'s business.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+from ..bounded import BoundedMap
+from ..calls import ToolCall
+from ..findings import Finding, finding
+from ..policy import Policy, RepeatRule
+from .base import Latch, Step
+
+MAX_WINDOW_ACTIONS = 1024
+
+
+class _Streak:
+    __slots__ = ("decision", "calls", "count", "latch")
+
+    def __init__(self, decision: int, call: ToolCall):
+        self.decision = decision
+        self.calls: list[ToolCall] = [call]
+        self.count = 1
+        self.latch = Latch()
+
+
+class RepeatDetector:
+    def __init__(self, policy: Policy):
+        self._policy = policy
+        self._decision = 0
+        self._current: dict[str, _Streak] = {}  # streaks touched in this decision
+        self._previous: dict[str, _Streak] = {}  # ... and in the one before
+        self._windows = BoundedMap[str, deque[tuple[int, ToolCall]]](MAX_WINDOW_ACTIONS)
+        self._window_latches = BoundedMap[str, Latch](MAX_WINDOW_ACTIONS)
+
+    def observe(self, step: Step) -> list[Finding]:
+        if step.decision != self._decision:
+            # Only streaks alive in the previous decision can continue.
+            fresh = step.decision == self._decision + 1
+            self._previous = self._current if fresh else {}
+            self._current = {}
+            self._decision = step.decision
+        if step.rule.exempt_repeat:
+            return []
+        rule = self._policy.repeat_for(step.call.tool)
+        if rule.mode == "window":
+            return self._windowed(step, rule)
+        return self._consecutive(step, rule)
+
+    def _consecutive(self, step: Step, rule: RepeatRule) -> list[Finding]:
+        call = step.call
+        if call.action in self._current:
+            return []  # a sibling in the same decision
+        streak = self._previous.get(call.action)
+        if streak is None or step.judgement.progressed:
+            streak = _Streak(step.decision, call)
+        else:
+            streak.count += 1
+            if len(streak.calls) < rule.stop_at:
+                streak.calls.append(call)
+        streak.decision = step.decision
+        self._current[call.action] = streak
+        level = streak.latch.level(streak.count, rule.warn_at, rule.stop_at)
+        if level is None:
+            return []
+        return [self._finding(level, streak.calls, streak.count, rule, "in a row")]
+
+    def _windowed(self, step: Step, rule: RepeatRule) -> list[Finding]:
+        call = step.call
+        window = self._windows.get(call.action)
+        latch = self._window_latches.get(call.action) or Latch()
+        if window is None or step.judgement.progressed:
+            window, latch = deque(), Latch()
+        elif window and window[-1][0] == step.decision:
+            return []  # a sibling in the same decision
+        window.append((step.decision, call))
+        while window[0][0] <= step.decision - rule.window:
+            window.popleft()
+        self._windows.put(call.action, window)
+        self._window_latches.put(call.action, latch)
+        if len(window) < rule.warn_at:
+            latch = Latch()  # fell back below the threshold: may warn again later
+            self._window_latches.put(call.action, latch)
+        level = latch.level(len(window), rule.warn_at, rule.stop_at)
+        if level is None:
+            return []
+        calls = [c for _, c in window]
+        return [self._finding(level, calls, len(calls), rule, f"within {rule.window} decisions")]
+
+    def _finding(
+        self, level: str, calls: list[ToolCall], count: int, rule: RepeatRule, span: str
+    ) -> Finding:
+        tool = calls[-1].tool
+        reason = (
+            f"{tool} was called {count} times {span} with the same arguments and no "
+            f"progress (warn at {rule.warn_at}, stop at {rule.stop_at})"
+        )
+        return finding("repeat", level, calls, reason, count=count, tool=tool, action=calls[-1].action)
+
+

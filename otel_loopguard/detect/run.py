@@ -1,0 +1,78 @@
+"""One run's incremental state: numbers decisions, judges progress, fans out.
+
+Calls must arrive in sequence order (the shells order them). Each call costs
+O(1) amortised across all detectors, and memory per run is bounded.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..calls import ModelCall, ToolCall
+from ..findings import Finding
+from ..policy import Policy
+from ..progress import Judgement, ProgressTracker
+from .base import Detector, Step
+from .budgets import BudgetDetector, ToolCapDetector
+from .cycle import CycleDetector
+from .errors import ErrorStreakDetector
+from .novelty import NoProgressDetector
+from .parallel import ParallelDuplicateDetector
+from .polling import PollBudgetDetector
+from .repeat import RepeatDetector
+from .writes import DuplicateWriteDetector
+
+DETECTORS = (
+    RepeatDetector,
+    CycleDetector,
+    ErrorStreakDetector,
+    NoProgressDetector,
+    BudgetDetector,
+    ToolCapDetector,
+    PollBudgetDetector,
+    DuplicateWriteDetector,
+    ParallelDuplicateDetector,
+)
+
+
+class OutOfOrderError(ValueError):
+    """A shell fed a call whose sequence is not after the previous one."""
+
+
+class Run:
+    """Detector state for one run (one trace, or one conversation)."""
+
+    def __init__(self, run_id: str, policy: Policy):
+        self.run_id = run_id
+        self.policy = policy
+        self.progress = ProgressTracker(policy)
+        self._detectors: list[Detector] = [cls(policy) for cls in DETECTORS]
+        self._budget = next(d for d in self._detectors if isinstance(d, BudgetDetector))
+        self.decision = 0
+        self._last_turn: Optional[int] = None
+        self.last_call: Optional[ToolCall] = None
+
+    def observe(self, call: ToolCall) -> list[Finding]:
+        """Feed the next call; returns the findings whose evidence it completes."""
+        return self.observe_judged(call)[0]
+
+    def observe_judged(self, call: ToolCall) -> tuple[list[Finding], Judgement]:
+        if self.last_call is not None and call.seq <= self.last_call.seq:
+            raise OutOfOrderError(
+                f"run {self.run_id}: call {call.seq} arrived after call {self.last_call.seq}"
+            )
+        if call.turn is None or call.turn != self._last_turn:
+            self.decision += 1  # no turn known: every call is its own decision
+        self._last_turn = call.turn
+        judgement = self.progress.judge(call)
+        step = Step(call, self.decision, judgement, self.policy.rule(call.tool))
+        self.last_call = call
+        found = [f for d in self._detectors for f in d.observe(step)]
+        return self._stamp(found), judgement
+
+    def observe_model(self, model: ModelCall) -> list[Finding]:
+        """Feed a model decision (turn count, token cost)."""
+        return self._stamp(self._budget.observe_model(model, self.last_call))
+
+    def _stamp(self, found: list[Finding]) -> list[Finding]:
+        return [f.stamped(self.run_id, self.policy.version) for f in found]

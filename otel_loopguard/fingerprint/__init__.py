@@ -1,0 +1,17 @@
+"""Fingerprints: canonical form, keyed digests, and RawCall -> ToolCall (pure)."""
+
+from .call import fingerprint_call
+from .canonical import Canonical, canonicalize
+from .fingerprinter import Fingerprint, Fingerprinter
+from .keys import DigestKey, ephemeral_key, load_key
+
+__all__ = [
+    "Canonical",
+    "DigestKey",
+    "Fingerprint",
+    "Fingerprinter",
+    "canonicalize",
+    "ephemeral_key",
+    "fingerprint_call",
+    "load_key",
+]

@@ -1,0 +1,90 @@
+"""Keyed fingerprints of actions, results and writes, under a policy.
+
+An action is the tool name + its canonical arguments (after only the
+normalisation the tool's policy declares) + declared identity values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from ..policy import Policy, ToolRule
+from .canonical import Canonical, Parsed, parse, serialise
+from .keys import DigestKey
+from .paths import get_path, without_paths
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    digest: str
+    flags: frozenset[str]
+    value: Any  # the parsed value after normalisation (opaque text for "text" form)
+
+
+class Fingerprinter:
+    """Computes digests with one key under one policy. Stateless per call."""
+
+    def __init__(self, key: DigestKey, policy: Policy):
+        self.key = key
+        self.policy = policy
+
+    @property
+    def key_id(self) -> str:
+        return self.key.key_id
+
+    def parse(self, value: Any) -> Parsed:
+        return parse(value, max_bytes=self.policy.max_bytes)
+
+    def action(
+        self, tool: str, arguments: Any, identity: Optional[Mapping[str, Any]] = None
+    ) -> Fingerprint:
+        rule = self.policy.rule(tool)
+        parsed = self._normalised(self.parse(arguments), rule)
+        canon = serialise(parsed, max_depth=self.policy.max_depth)
+        ident = self._identity(rule, identity or {})
+        digest = self._digest("action", tool, canon, ident)
+        return Fingerprint(digest, canon.flags, parsed.value)
+
+    def result(self, tool: str, result: Any) -> Fingerprint:
+        parsed = self.parse(result)
+        drop = self.policy.volatile_for(tool)
+        canon = serialise(parsed, drop_keys=drop, max_depth=self.policy.max_depth)
+        # The tool is left out on purpose: equal outputs from any tool are "seen before".
+        return Fingerprint(self._digest("result", "", canon, ""), canon.flags, parsed.value)
+
+    def write(self, tool: str, arguments_value: Any) -> tuple[str, Optional[str]]:
+        """(digest of the write without its idempotency key, digest of the key or None)."""
+        field = self.policy.rule(tool).idempotency_key
+        key_value = get_path(arguments_value, field) if field else None
+        body = without_paths(arguments_value, (field,), match=False) if field else arguments_value
+        canon = serialise(Parsed(body, "json", frozenset()), max_depth=self.policy.max_depth)
+        write = self._digest("write", tool, canon, "")
+        if key_value is None:
+            return write, None
+        key_canon = serialise(Parsed(key_value, "json", frozenset()))
+        return write, self._digest("idempotency", tool, key_canon, "")
+
+    def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
+        if parsed.form != "json" or not isinstance(parsed.value, Mapping):
+            return parsed
+        value = parsed.value
+        if rule.ignore_fields:
+            value = without_paths(value, rule.ignore_fields, match=False)
+        if rule.defaults:
+            value = without_paths(value, rule.defaults, match=True)
+        return Parsed(value, parsed.form, parsed.flags)
+
+    def _identity(self, rule: ToolRule, identity: Mapping[str, Any]) -> str:
+        values = {k: identity[k] for k in rule.identity_fields if k in identity}
+        if not values:
+            return ""
+        return serialise(Parsed(values, "json", frozenset())).text
+
+    def _digest(self, domain: str, tool: str, canon: Canonical, identity: str) -> str:
+        # NUL framing is unambiguous: every part but the last is JSON text or a
+        # fixed word (no raw NUL), and the free-form canonical text comes last.
+        tool_json = json.dumps(tool, ensure_ascii=False)
+        message = "\x00".join(("loopguard.v1", domain, tool_json, identity, canon.form, canon.text))
+        return self.key.digest(message.encode("utf-8", errors="surrogatepass"))

@@ -1,0 +1,121 @@
+"""The secret digest key: loading, a non-secret key id, and the HMAC itself.
+
+The key is read from configuration only. It is never logged, never put in an
+error message and never written anywhere; `repr()` of a key shows its id.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ..errors import KeyConfigError
+
+_log = logging.getLogger(__name__)
+
+ENV_KEY = "OTEL_LOOPGUARD_KEY"
+ENV_KEY_FILE = "OTEL_LOOPGUARD_KEY_FILE"
+ENV_KEY_ID = "OTEL_LOOPGUARD_KEY_ID"
+MIN_KEY_BYTES = 16
+DIGEST_BYTES = 16  # 128 bits -> 32 hex chars
+
+_warned_ephemeral = False
+
+
+class DigestKey:
+    """An HMAC-SHA256 key plus its public id. Digests under other ids never compare."""
+
+    __slots__ = ("_secret", "key_id", "ephemeral")
+
+    def __init__(self, secret: bytes, key_id: Optional[str] = None, *, ephemeral: bool = False):
+        if len(secret) < MIN_KEY_BYTES:
+            raise KeyConfigError(
+                f"digest key is too short: {len(secret)} bytes, need at least {MIN_KEY_BYTES}"
+            )
+        self._secret = bytes(secret)
+        self.key_id = key_id or _derived_id(self._secret)
+        self.ephemeral = ephemeral
+
+    def digest(self, message: bytes) -> str:
+        """Truncated keyed digest: 32 lowercase hex chars."""
+        return hmac.digest(self._secret, message, "sha256")[:DIGEST_BYTES].hex()
+
+    def __repr__(self) -> str:
+        return f"DigestKey(key_id={self.key_id!r}, ephemeral={self.ephemeral})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> object:  # pickling would copy the secret somewhere
+        raise TypeError("DigestKey cannot be pickled")
+
+
+def _derived_id(secret: bytes) -> str:
+    # A one-way function of the key: stable across processes, reveals nothing.
+    tag = hmac.digest(secret, b"otel-loopguard key id v1", "sha256")[:6].hex()
+    return f"hmac-{tag}"
+
+
+def decode_key_text(text: str, source: str) -> bytes:
+    """`hex:...`, `base64:...`, or the UTF-8 bytes of the text itself."""
+    text = text.strip()
+    try:
+        if text.startswith("hex:"):
+            return bytes.fromhex(text[4:])
+        if text.startswith("base64:"):
+            return base64.b64decode(text[7:], validate=True)
+    except (ValueError, binascii.Error):
+        raise KeyConfigError(f"{source}: the key is not valid {text.split(':', 1)[0]}") from None
+    return text.encode("utf-8")
+
+
+def load_key(
+    env: Optional[Mapping[str, str]] = None,
+    *,
+    key: Optional[bytes | str] = None,
+    key_file: Optional[str | os.PathLike[str]] = None,
+    key_id: Optional[str] = None,
+) -> DigestKey:
+    """Key from arguments, else OTEL_LOOPGUARD_KEY / _KEY_FILE, else an ephemeral one."""
+    env = os.environ if env is None else env
+    key_id = key_id or env.get(ENV_KEY_ID) or None
+    if key is None and key_file is None:
+        key = env.get(ENV_KEY) or None
+        key_file = env.get(ENV_KEY_FILE) or None
+    if key is not None:
+        secret = key if isinstance(key, bytes) else decode_key_text(key, ENV_KEY)
+        return DigestKey(secret, key_id)
+    if key_file is not None:
+        return DigestKey(_read_key_file(Path(key_file)), key_id)
+    return ephemeral_key()
+
+
+def _read_key_file(path: Path) -> bytes:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KeyConfigError(f"cannot read key file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise KeyConfigError(f"key file {path} is not UTF-8 text (use hex: or base64:)") from None
+    return decode_key_text(text, str(path))
+
+
+def ephemeral_key() -> DigestKey:
+    """A random per-process key. Warns once: digests then compare only in this process."""
+    global _warned_ephemeral
+    if not _warned_ephemeral:
+        _warned_ephemeral = True
+        _log.warning(
+            "no digest key configured (%s or %s): using a random per-process key; "
+            "digests compare only within this process",
+            ENV_KEY,
+            ENV_KEY_FILE,
+        )
+    suffix = hashlib.sha256(secrets.token_bytes(16)).hexdigest()[:8]
+    return DigestKey(secrets.token_bytes(32), f"ephemeral-{suffix}", ephemeral=True)

@@ -1,0 +1,47 @@
+"""Dotted paths into parsed JSON values (`options.limit`, `page.cursor`)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+_MISSING = object()
+
+
+def get_path(value: Any, path: str, default: Any = None) -> Any:
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return default
+        value = value[part]
+    return value
+
+
+def without_paths(value: Any, paths: Mapping[str, Any] | tuple[str, ...], match: bool) -> Any:
+    """A copy of `value` without the given paths (copy-on-write along each path).
+
+    With `match`, `paths` maps path -> default and a path is removed only when
+    its value equals the default (an explicit default equals an omitted field).
+    """
+    for path in paths:
+        expected = paths[path] if match else _MISSING  # type: ignore[index]
+        value = _drop(value, path.split("."), expected)
+    return value
+
+
+def _drop(value: Any, parts: list[str], expected: Any) -> Any:
+    if not isinstance(value, Mapping) or parts[0] not in value:
+        return value
+    head, rest = parts[0], parts[1:]
+    current = value[head]
+    if rest:
+        replaced = _drop(current, rest, expected)
+        if replaced is current:
+            return value
+        return {**value, head: replaced}
+    if expected is not _MISSING and not _same(current, expected):
+        return value
+    return {k: v for k, v in value.items() if k != head}
+
+
+def _same(a: Any, b: Any) -> bool:
+    # 1 == True in Python; a documented default of 1 must not absorb `true`.
+    return type(a) is type(b) and a == b

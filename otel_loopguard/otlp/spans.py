@@ -1,0 +1,130 @@
+"""Spans of OTLP requests -> tool calls and model decisions per run.
+
+Tool spans keep `loopguard.seq` / `loopguard.turn` when the processor set them.
+Otherwise the sequence follows start time (then span id), and a call's turn is
+the number of model spans of the run that ended before it started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from ..calls import TERMINATION_REASONS, ModelCall, RawCall, RunFacts
+from ..conventions import ModelSpan, ToolSpan, recognise
+from ..conventions import attributes as conv
+from .values import attributes
+
+_ERROR = Status.STATUS_CODE_ERROR
+
+
+@dataclass(frozen=True)
+class _Model:
+    end_ns: int
+    call: ModelCall
+
+
+class SpanCollector:
+    """Accumulates spans (from any number of requests), then yields runs."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, list[RawCall]] = {}
+        self._models: dict[str, list[_Model]] = {}
+        self._facts: dict[str, RunFacts] = {}
+
+    def add(self, request: ExportTraceServiceRequest) -> None:
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    self._add_span(span)
+
+    def _add_span(self, span: Span) -> None:
+        attrs = attributes(span.attributes)
+        run_id = str(attrs.get(conv.RUN_ID) or span.trace_id.hex())
+        self._note_facts(run_id, attrs)
+        found = recognise(attrs, span.status.code == _ERROR)
+        if isinstance(found, ToolSpan):
+            self._tools.setdefault(run_id, []).append(_raw_call(span, attrs, found))
+        elif isinstance(found, ModelSpan):
+            model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
+            self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
+
+    def _note_facts(self, run_id: str, attrs: dict[str, Any]) -> None:
+        reason = attrs.get(conv.TERMINATION_REASON)
+        terminal = attrs.get(conv.TERMINAL_RESPONSE)
+        if reason is None and terminal is None:
+            return
+        facts = self._facts.get(run_id, RunFacts())
+        if reason in TERMINATION_REASONS:
+            facts = replace(facts, termination_reason=reason)
+        if isinstance(terminal, bool):
+            facts = replace(facts, terminal_response=terminal)
+        self._facts[run_id] = facts
+
+    def runs(self) -> list[tuple[str, list[RawCall], list[ModelCall], RunFacts]]:
+        out = []
+        for run_id in dict.fromkeys([*self._tools, *self._models]):
+            models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
+            numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
+            calls = _ordered(self._tools.get(run_id, []), [m.end_ns for m in models])
+            out.append((run_id, calls, numbered, self._facts.get(run_id, RunFacts())))
+        return out
+
+
+def _raw_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
+    seq = attrs.get(conv.SEQ)
+    turn = attrs.get(conv.TURN)
+    end = span.end_time_unix_nano
+    dispatched = attrs.get(conv.DISPATCHED)
+    guard = attrs.get(conv.GUARD)
+    return RawCall(
+        seq=seq if _is_int(seq) else 0,
+        tool=tool.tool,
+        arguments=tool.arguments,
+        result=tool.result,
+        ok=not tool.error,
+        finished=end != 0 and end >= span.start_time_unix_nano,
+        turn=turn if _is_int(turn) else None,
+        call_id=tool.call_id,
+        span_id=span.span_id.hex() or None,
+        start_ns=span.start_time_unix_nano or None,
+        end_ns=end or None,
+        args_digest=_str(attrs.get(conv.ARGS_DIGEST)),
+        result_digest=_str(attrs.get(conv.RESULT_DIGEST)),
+        key_id=_str(attrs.get(conv.KEY_ID)) or "local",
+        dispatched=dispatched if isinstance(dispatched, bool) else True,
+        guard=_str(guard),
+    )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) and v else None
+
+
+def _ordered(calls: list[RawCall], model_ends: list[int]) -> list[RawCall]:
+    if calls and all(c.seq >= 1 for c in calls):
+        return calls  # the processor numbered them at dispatch
+    # Re-deliveries of one span must get one number, so number span ids, not records.
+    order: dict[Optional[str], int] = {}
+    for c in sorted(calls, key=lambda c: (c.start_ns or 0, c.end_ns or 0, c.span_id or "")):
+        order.setdefault(c.span_id or f"#{id(c)}", len(order) + 1)
+    out = []
+    for c in calls:
+        seq = order[c.span_id or f"#{id(c)}"]
+        turn = c.turn if c.turn is not None else _turn_of(c, model_ends)
+        out.append(replace(c, seq=seq, turn=turn))
+    return out
+
+
+def _turn_of(call: RawCall, model_ends: list[int]) -> Optional[int]:
+    if not model_ends:
+        return None
+    start = call.start_ns or 0
+    return sum(1 for end in model_ends if end <= start)

@@ -1,0 +1,24 @@
+"""OTLP AnyValue / KeyValue -> plain Python values."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+MAX_VALUE_DEPTH = 32
+
+
+def any_value(v: AnyValue, depth: int = 0) -> Any:
+    kind = v.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(x, depth + 1) for x in v.array_value.values] if depth < MAX_VALUE_DEPTH else None
+    if kind == "kvlist_value":
+        return attributes(v.kvlist_value.values, depth + 1) if depth < MAX_VALUE_DEPTH else None
+    return getattr(v, kind)
+
+
+def attributes(kvs: Iterable[KeyValue], depth: int = 0) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value, depth) for kv in kvs}

@@ -1,0 +1,31 @@
+"""Policy: thresholds and per-tool rules, loaded and validated (pure)."""
+
+from .load import content_version, load_policy, policy_from_mapping
+from .model import (
+    BUILTIN_VERSION,
+    BudgetRule,
+    CycleRule,
+    Policy,
+    PollRule,
+    Price,
+    ProgressRule,
+    RepeatRule,
+    StreakRule,
+    ToolRule,
+)
+
+__all__ = [
+    "BUILTIN_VERSION",
+    "BudgetRule",
+    "CycleRule",
+    "Policy",
+    "PollRule",
+    "Price",
+    "ProgressRule",
+    "RepeatRule",
+    "StreakRule",
+    "ToolRule",
+    "content_version",
+    "load_policy",
+    "policy_from_mapping",
+]

@@ -1,0 +1,135 @@
+"""The policy: defaults plus per-tool rules. Immutable; built by `load.py`.
+
+Every default here is documented in docs/policy.md; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
+
+BUILTIN_VERSION = "builtin-1"
+
+DEFAULT_RESULT_VOLATILE = frozenset(
+    {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at"}
+)
+
+
+@dataclass(frozen=True)
+class RepeatRule:
+    """Identical action without progress. `consecutive` (per decision) or `window`."""
+
+    mode: str = "consecutive"
+    warn_at: int = 3
+    stop_at: int = 5
+    window: int = 20
+
+
+@dataclass(frozen=True)
+class CycleRule:
+    """A block of `min_period`..`max_period` calls repeated; counts repetitions."""
+
+    min_period: int = 2
+    max_period: int = 4
+    warn_at: int = 2
+    stop_at: int = 3
+
+
+@dataclass(frozen=True)
+class StreakRule:
+    """A run of consecutive bad events: warn at `warn_at`, stop at `stop_at`."""
+
+    warn_at: int
+    stop_at: int
+
+
+@dataclass(frozen=True)
+class BudgetRule:
+    """Run-wide ceilings. None disables one. Warn at `warn_ratio` of each."""
+
+    max_turns: Optional[int] = 25
+    max_tool_calls: Optional[int] = 60
+    max_cost_usd: Optional[float] = None
+    max_seconds: Optional[float] = 300.0
+    warn_ratio: float = 0.8
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+
+
+@dataclass(frozen=True)
+class ProgressRule:
+    """Declared, observable progress for one tool (paths are dotted)."""
+
+    version_field: Optional[str] = None  # result: a number that must increase
+    state_field: Optional[str] = None  # result: a value whose change is progress
+    terminal_states: tuple[str, ...] = ()  # states that end an episode
+    cursor_field: Optional[str] = None  # arguments: the page selector
+    items_field: Optional[str] = None  # result: the list of returned items
+    item_id_field: str = "id"  # key of an item's identity inside items_field
+    errors_field: Optional[str] = None  # result: a list or count that must shrink
+
+    @property
+    def declared(self) -> bool:
+        return any((self.version_field, self.state_field, self.items_field, self.errors_field))
+
+
+@dataclass(frozen=True)
+class PollRule:
+    """A poller: total polls and a deadline, apart from unchanged observations."""
+
+    max_polls: Optional[int] = 20
+    deadline_seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    exempt_repeat: bool = False
+    repeat: Optional[RepeatRule] = None
+    progress: Optional[ProgressRule] = None
+    ignore_fields: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    identity_fields: tuple[str, ...] = ()
+    side_effect: bool = False
+    idempotency_key: Optional[str] = None
+    poll: Optional[PollRule] = None
+    max_calls: Optional[int] = None
+    result_volatile_fields: Optional[frozenset[str]] = None
+    enforce: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    version: str = BUILTIN_VERSION
+    repeat: RepeatRule = RepeatRule()
+    cycle: CycleRule = CycleRule()
+    error_streak: StreakRule = StreakRule(warn_at=2, stop_at=4)
+    no_progress: StreakRule = StreakRule(warn_at=3, stop_at=6)
+    budget: BudgetRule = BudgetRule()
+    prices: Mapping[str, Price] = field(default_factory=lambda: MappingProxyType({}))
+    result_volatile_fields: frozenset[str] = DEFAULT_RESULT_VOLATILE
+    max_depth: int = 64
+    max_bytes: int = 256 * 1024
+    tools: Mapping[str, ToolRule] = field(default_factory=lambda: MappingProxyType({}))
+
+    def rule(self, tool: str) -> ToolRule:
+        return self.tools.get(tool) or _DEFAULT_RULE
+
+    def repeat_for(self, tool: str) -> RepeatRule:
+        return self.rule(tool).repeat or self.repeat
+
+    def volatile_for(self, tool: str) -> frozenset[str]:
+        own = self.rule(tool).result_volatile_fields
+        return self.result_volatile_fields if own is None else own
+
+    def price_for(self, model: Optional[str]) -> Optional[Price]:
+        return self.prices.get(model or "") or self.prices.get("*")
+
+
+_DEFAULT_RULE = ToolRule()

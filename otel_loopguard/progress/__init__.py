@@ -1,0 +1,6 @@
+"""Progress: what counts as new information for a tool (pure)."""
+
+from .evidence import extract
+from .tracker import Judgement, ProgressTracker
+
+__all__ = ["Judgement", "ProgressTracker", "extract"]

@@ -1,0 +1,68 @@
+"""Decide, per call, whether it made progress and whether it brought new information.
+
+Declared rules (docs/policy.md#progress) compare a call with the previous call
+of the same action: a version that increases, a state that changes or reaches
+a terminal value, previously unseen item ids, fewer validation errors. Without a
+declared rule, a result digest never seen before in the run is the progress.
+Output size is never a signal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..calls import Evidence, ToolCall
+from ..policy import Policy
+from ..bounded import BoundedMap, BoundedSet
+
+MAX_SEEN_RESULTS = 4096
+MAX_SEEN_ITEMS = 16384
+MAX_TRACKED_ACTIONS = 1024
+
+
+@dataclass(frozen=True)
+class Judgement:
+    progressed: bool  # declared rule fired, or (no rule) the result is new
+    novel_result: bool  # the result digest was not seen before in this run
+    new_items: int  # previously unseen item ids (declared items rule only)
+    terminal: bool  # a declared terminal state was reached
+
+    @property
+    def new_information(self) -> bool:
+        return self.novel_result or self.progressed or self.new_items > 0
+
+
+class ProgressTracker:
+    """Per-run memory for progress rules, bounded in size."""
+
+    def __init__(self, policy: Policy):
+        self._policy = policy
+        self._results = BoundedSet(MAX_SEEN_RESULTS)
+        self._items = BoundedSet(MAX_SEEN_ITEMS)
+        self._last = BoundedMap[str, Evidence](MAX_TRACKED_ACTIONS)
+
+    def judge(self, call: ToolCall) -> Judgement:
+        novel = call.result is not None and self._results.add(call.result)
+        rule = self._policy.rule(call.tool).progress
+        ev = call.evidence
+        new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i)))
+        previous = self._last.get(call.action)
+        self._last.put(call.action, ev)
+        if rule is None or not rule.declared:
+            progressed = novel
+        else:
+            progressed = previous is None or _advanced(previous, ev) or new_items > 0
+        return Judgement(progressed, novel, new_items, ev.terminal)
+
+
+def _advanced(before: Evidence, after: Evidence) -> bool:
+    return (
+        _greater(after.version, before.version)
+        or (after.state is not None and after.state != before.state)
+        or _greater(before.error_count, after.error_count)
+    )
+
+
+def _greater(a: Optional[float], b: Optional[float]) -> bool:
+    return a is not None and b is not None and a > b

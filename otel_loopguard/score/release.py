@@ -1,0 +1,35 @@
+"""The release rule: categorical, never an average (docs/scoring.md#release-rule).
+
+A run passes only if every rule holds; each broken rule is named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..findings import STOP, Finding
+
+CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budget", "tool_cap", "poll_budget"})
+UNCHANGED = frozenset({"repeat", "cycle", "no_progress"})
+
+
+def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[str]:
+    out: list[str] = []
+    stops = [f for f in findings if f.severity == STOP and f.kind in CONTAINABLE]
+    contained = score["guard_fired"] and score["guard_before_dispatch"] and not score["executed_after_guard"]
+    if score["duplicate_writes"]:
+        out.append("duplicate_write: a side-effecting call may have executed twice")
+    if score["side_effect_after_guard"]:
+        out.append("side_effect_after_guard: a side-effecting call executed after a guard decision")
+    if stops and not contained:
+        kinds = ", ".join(sorted({f.kind for f in stops}))
+        out.append(f"uncontained_loop: stop-level findings ({kinds}) with no guard denying the next call")
+    if score["guard_fired"] and not score["guard_before_dispatch"]:
+        out.append("guard_after_dispatch: the guard decision came after the call it should have stopped")
+    if score["termination_reason"] in ("turn_limit", "budget") and any(f.kind in UNCHANGED for f in findings):
+        out.append("limit_after_unchanged_calls: a run with unchanged repeated calls ended on a hard limit")
+    if score["poll_budget_exhausted"] and score["termination_reason"] not in ("deadline", "loop_guard"):
+        out.append("poll_without_terminal: polling ran out of budget without a deadline or guard response")
+    if score["guard_fired"] and score["terminal_response_emitted"] is not True:
+        out.append("no_terminal_response: the guard fired but no safe terminal response was recorded")
+    return out
