@@ -38,6 +38,8 @@ class RawCall:
     dispatched: bool = True  # False: a guard denied it before it ran
     guard: Optional[str] = None  # kind of a guard decision recorded on this call
     key_id: Optional[str] = None  # key id of precomputed digests
+    trace_id: Optional[str] = None
+    parent_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class ToolCall:
     start_ns: Optional[int] = None
     end_ns: Optional[int] = None
     evidence: Evidence = Evidence()
+    trace_id: Optional[str] = None  # hex; where finding spans about this call go
+    parent_id: Optional[str] = None  # hex span id of the call span's parent
     write: Optional[str] = None  # digest of the write without its idempotency key
     write_key: Optional[str] = None  # digest of the idempotency key value, if any
     flags: frozenset[str] = frozenset()

@@ -6,8 +6,10 @@ O(1) amortised across all detectors, and memory per run is bounded.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
+from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import Finding
 from ..policy import Policy
@@ -35,6 +37,20 @@ DETECTORS = (
 )
 
 
+MAX_DISTINCT_ACTIONS = 65536
+
+
+@dataclass
+class RunSummary:
+    """Counts the score needs, kept as calls arrive (the same in every shell)."""
+
+    tool_calls: int = 0
+    distinct_actions: int = 0  # exact up to MAX_DISTINCT_ACTIONS
+    progress_observed: bool = False  # a repeated action made progress
+    new_items_observed: bool = False  # declared item ids, or a second distinct result
+    first_result: Optional[str] = None
+
+
 class OutOfOrderError(ValueError):
     """A shell fed a call whose sequence is not after the previous one."""
 
@@ -51,6 +67,8 @@ class Run:
         self.decision = 0
         self._last_turn: Optional[int] = None
         self.last_call: Optional[ToolCall] = None
+        self.summary = RunSummary()
+        self._actions = BoundedSet(MAX_DISTINCT_ACTIONS)
 
     def observe(self, call: ToolCall) -> list[Finding]:
         """Feed the next call; returns the findings whose evidence it completes."""
@@ -67,8 +85,23 @@ class Run:
         judgement = self.progress.judge(call)
         step = Step(call, self.decision, judgement, self.policy.rule(call.tool))
         self.last_call = call
+        self._summarise(call, judgement)
         found = [f for d in self._detectors for f in d.observe(step)]
         return self._stamp(found), judgement
+
+    def _summarise(self, call: ToolCall, judgement: Judgement) -> None:
+        s = self.summary
+        s.tool_calls += 1
+        if self._actions.add(call.action):
+            s.distinct_actions += 1
+        else:
+            s.progress_observed |= judgement.progressed
+        s.new_items_observed |= judgement.new_items > 0
+        if call.result is not None:
+            if s.first_result is None:
+                s.first_result = call.result
+            elif call.result != s.first_result:
+                s.new_items_observed = True
 
     def observe_model(self, model: ModelCall) -> list[Finding]:
         """Feed a model decision (turn count, token cost)."""

@@ -36,6 +36,8 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         span_id=raw.span_id,
         start_ns=raw.start_ns,
         end_ns=raw.end_ns,
+        trace_id=raw.trace_id,
+        parent_id=raw.parent_id,
         evidence=extract(rule.progress, args_value, result_value),
         write=write,
         write_key=write_key,

@@ -47,7 +47,7 @@ class SpanCollector:
         self._note_facts(run_id, attrs)
         found = recognise(attrs, span.status.code == _ERROR)
         if isinstance(found, ToolSpan):
-            self._tools.setdefault(run_id, []).append(_raw_call(span, attrs, found))
+            self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
         elif isinstance(found, ModelSpan):
             model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
             self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
@@ -74,7 +74,8 @@ class SpanCollector:
         return out
 
 
-def _raw_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
+def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
+    """A tool span as a RawCall; seq 0 means the span carried no `loopguard.seq`."""
     seq = attrs.get(conv.SEQ)
     turn = attrs.get(conv.TURN)
     end = span.end_time_unix_nano
@@ -90,6 +91,8 @@ def _raw_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
         turn=turn if _is_int(turn) else None,
         call_id=tool.call_id,
         span_id=span.span_id.hex() or None,
+        trace_id=span.trace_id.hex() or None,
+        parent_id=span.parent_span_id.hex() or None,
         start_ns=span.start_time_unix_nano or None,
         end_ns=end or None,
         args_digest=_str(attrs.get(conv.ARGS_DIGEST)),

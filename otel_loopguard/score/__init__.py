@@ -2,7 +2,7 @@
 
 from .integrity import INCOMPLETE, INTEGRITY_ERROR, SCORED, Integrity, check
 from .release import release_violations
-from .scoring import RunInput, RunReport, judge
+from .scoring import RunInput, RunReport, judge, score_fields
 
 __all__ = [
     "INCOMPLETE",
@@ -14,4 +14,5 @@ __all__ = [
     "check",
     "judge",
     "release_violations",
+    "score_fields",
 ]
