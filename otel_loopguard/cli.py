@@ -1,4 +1,4 @@
-"""`otel-loopguard`: the command line. A thin shell over the audit (and, later, serve)."""
+"""`otel-loopguard`: the command line, a thin shell over the audit and the receiver."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .audit import command as audit_command
+from .receiver import command as serve_command
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -31,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="score recorded traces (exit 0 pass, 1 fail, 2 bad input, 3 unscorable)")
     audit_command.add_arguments(audit)
     audit.set_defaults(handler=audit_command.run)
+    serve = sub.add_parser("serve", help="run the OTLP/gRPC receiver: dedupe, order, detect, emit finding spans")
+    serve_command.add_arguments(serve)
+    serve.set_defaults(handler=serve_command.run)
     demo = sub.add_parser("demo", help="audit the bundled example traces and explain the result")
     demo.set_defaults(handler=_demo)
     return parser

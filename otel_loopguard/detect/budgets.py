@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import Finding, finding
 from ..policy import Policy
 from .base import Latch, Step
 
 _NS = 1e9
+MAX_TRACKED_TURNS = 4096
 
 
 class BudgetDetector:
@@ -24,7 +26,7 @@ class BudgetDetector:
         self._latches = {k: Latch() for k in ("turns", "tool_calls", "cost", "seconds")}
         self._tool_calls = 0
         self._turns = 0
-        self._last_turn: Optional[int] = None
+        self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
         self._cost = 0.0
         self._first_start: Optional[int] = None
 
@@ -50,9 +52,10 @@ class BudgetDetector:
         return out + self._check("cost", self._cost, self._rule.max_cost_usd, last)
 
     def _count_turn(self, turn: Optional[int]) -> None:
-        if turn is not None and turn != self._last_turn:
+        # Distinct turn indexes: a decision seen from its model span and from its
+        # tool calls, in either order, is one turn.
+        if turn is not None and self._seen_turns.add(turn):
             self._turns += 1
-            self._last_turn = turn
 
     def _elapsed(self, call: ToolCall) -> Optional[float]:
         if self._first_start is None or not call.end_ns:

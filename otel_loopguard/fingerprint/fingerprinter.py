@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 from ..policy import Policy, ToolRule
 from .canonical import Canonical, Parsed, parse, serialise
 from .keys import DigestKey
-from .paths import get_path, without_paths
+from ..paths import get_path, without_paths
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from ..calls import TERMINATION_REASONS, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
+from .order import order_calls
 from .values import attributes
 
 _ERROR = Status.STATUS_CODE_ERROR
@@ -69,7 +70,7 @@ class SpanCollector:
         for run_id in dict.fromkeys([*self._tools, *self._models]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
-            calls = _ordered(self._tools.get(run_id, []), [m.end_ns for m in models])
+            calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])
             out.append((run_id, calls, numbered, self._facts.get(run_id, RunFacts())))
         return out
 
@@ -109,25 +110,3 @@ def _is_int(v: Any) -> bool:
 
 def _str(v: Any) -> Optional[str]:
     return v if isinstance(v, str) and v else None
-
-
-def _ordered(calls: list[RawCall], model_ends: list[int]) -> list[RawCall]:
-    if calls and all(c.seq >= 1 for c in calls):
-        return calls  # the processor numbered them at dispatch
-    # Re-deliveries of one span must get one number, so number span ids, not records.
-    order: dict[Optional[str], int] = {}
-    for c in sorted(calls, key=lambda c: (c.start_ns or 0, c.end_ns or 0, c.span_id or "")):
-        order.setdefault(c.span_id or f"#{id(c)}", len(order) + 1)
-    out = []
-    for c in calls:
-        seq = order[c.span_id or f"#{id(c)}"]
-        turn = c.turn if c.turn is not None else _turn_of(c, model_ends)
-        out.append(replace(c, seq=seq, turn=turn))
-    return out
-
-
-def _turn_of(call: RawCall, model_ends: list[int]) -> Optional[int]:
-    if not model_ends:
-        return None
-    start = call.start_ns or 0
-    return sum(1 for end in model_ends if end <= start)

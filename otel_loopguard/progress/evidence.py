@@ -7,7 +7,7 @@ import json
 from typing import Any, Optional
 
 from ..calls import Evidence
-from ..fingerprint.paths import get_path
+from ..paths import get_path
 from ..policy import ProgressRule
 
 MAX_ITEMS_PER_OBSERVATION = 1000

@@ -1,15 +1,15 @@
 """Decide, per call, whether it made progress and whether it brought new information.
 
-Declared rules (docs/policy.md#progress) compare a call with the previous call
-of the same action: a version that increases, a state that changes or reaches
-a terminal value, previously unseen item ids, fewer validation errors. Without a
+Declared rules (docs/policy.md#progress) compare a call with what the same
+action showed before: a version above the highest seen, a state different from
+the last one, previously unseen item ids, fewer validation errors than ever. Without a
 declared rule, a result digest never seen before in the run is the progress.
 Output size is never a signal.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..calls import Evidence, ToolCall
@@ -40,20 +40,32 @@ class ProgressTracker:
         self._policy = policy
         self._results = BoundedSet(MAX_SEEN_RESULTS)
         self._items = BoundedSet(MAX_SEEN_ITEMS)
-        self._last = BoundedMap[str, Evidence](MAX_TRACKED_ACTIONS)
+        self._best = BoundedMap[str, Evidence](MAX_TRACKED_ACTIONS)
 
     def judge(self, call: ToolCall) -> Judgement:
         novel = call.result is not None and self._results.add(call.result)
         rule = self._policy.rule(call.tool).progress
         ev = call.evidence
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i)))
-        previous = self._last.get(call.action)
-        self._last.put(call.action, ev)
+        best = self._best.get(call.action)
+        self._best.put(call.action, _best_so_far(best, ev))
         if rule is None or not rule.declared:
             progressed = novel
+        elif best is None:
+            # A first observation: with an items rule only unseen items count.
+            progressed = new_items > 0 if rule.items_field else True
         else:
-            progressed = previous is None or _advanced(previous, ev) or new_items > 0
+            progressed = _advanced(best, ev) or new_items > 0
         return Judgement(progressed, novel, new_items, ev.terminal)
+
+
+def _best_so_far(best: Optional[Evidence], ev: Evidence) -> Evidence:
+    """Highest version and fewest errors seen for the action, and its latest state."""
+    if best is None:
+        return ev
+    version = max((v for v in (best.version, ev.version) if v is not None), default=None)
+    errors = min((e for e in (best.error_count, ev.error_count) if e is not None), default=None)
+    return replace(ev, version=version, error_count=errors)
 
 
 def _advanced(before: Evidence, after: Evidence) -> bool:

@@ -2,16 +2,18 @@
 
 from .integrity import INCOMPLETE, INTEGRITY_ERROR, SCORED, Integrity, check
 from .release import release_violations
-from .scoring import RunInput, RunReport, judge, score_fields
+from .scoring import GuardTrail, RunInput, RunReport, feed_in_order, judge, score_fields
 
 __all__ = [
     "INCOMPLETE",
     "INTEGRITY_ERROR",
+    "GuardTrail",
     "SCORED",
     "Integrity",
     "RunInput",
     "RunReport",
     "check",
+    "feed_in_order",
     "judge",
     "release_violations",
     "score_fields",

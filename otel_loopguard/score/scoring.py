@@ -45,6 +45,26 @@ class RunReport:
         return None if release is None else bool(release["passed"])
 
 
+@dataclass
+class GuardTrail:
+    """Guard decisions and what ran after them, noted call by call in sequence order."""
+
+    seq: Optional[int] = None
+    kind: Optional[str] = None
+    dispatched: Optional[bool] = None
+    executed_after: int = 0
+    side_effect_after: bool = False
+
+    def note(self, seq: int, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
+        if self.seq is None:
+            if guard is not None or not dispatched:
+                self.seq, self.kind, self.dispatched = seq, guard, dispatched
+            return
+        if dispatched and seq > self.seq:
+            self.executed_after += 1
+            self.side_effect_after |= policy.rule(tool).side_effect
+
+
 def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     integrity = check(run.calls)
     executed = [c for c in integrity.calls if c.dispatched]
@@ -53,17 +73,20 @@ def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     if integrity.outcome != SCORED:
         return RunReport(run.run_id, integrity.outcome, findings, calls, {"scorable": False, "release": None})
     state = Run(run.run_id, fp.policy)
-    findings += _detect(state, run.models, calls)
-    score = score_fields(state.summary, findings, integrity.calls, run.facts, fp.policy)
+    findings += feed_in_order(state, run.models, calls)
+    trail = GuardTrail()
+    for record in integrity.calls:
+        trail.note(record.seq, record.tool, record.dispatched, record.guard, fp.policy)
+    score = score_fields(state.summary, findings, trail, run.facts)
     return RunReport(run.run_id, SCORED, findings, calls, score)
 
 
-def _detect(state: Run, models: list[ModelCall], calls: list[ToolCall]) -> list[Finding]:
+def feed_in_order(state: Run, models: list[ModelCall], calls: list[ToolCall]) -> list[Finding]:
+    """Feed ordered calls, each decision's model call before the calls it requested."""
     ordered = sorted(models, key=lambda m: m.turn)
     found: list[Finding] = []
     m = 0
     for call in calls:
-        # A decision's model call precedes the tool calls it requested.
         while m < len(ordered) and call.turn is not None and ordered[m].turn <= call.turn:
             found += state.observe_model(ordered[m])
             m += 1
@@ -77,16 +100,9 @@ def _stamp(findings: list[Finding], run: RunInput, fp: Fingerprinter) -> list[Fi
     return [f.stamped(run.run_id, fp.policy.version) for f in findings]
 
 
-def score_fields(
-    summary: RunSummary,
-    findings: Sequence[Finding],
-    records: Sequence[RawCall],
-    facts: RunFacts,
-    policy: Policy,
-) -> dict[str, Any]:
-    """The score of a scorable run. `records` supply guard decisions and dispatch."""
-    guard = next((r for r in records if r.guard is not None or not r.dispatched), None)
-    after = [r for r in records if guard is not None and r.seq > guard.seq and r.dispatched]
+def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardTrail, facts: RunFacts) -> dict[str, Any]:
+    """The score of a scorable run, from counts every shell keeps alike."""
+    fired = guard.seq is not None
     stops = [f for f in findings if f.severity == STOP]
     kinds: dict[str, int] = {}
     for f in findings:
@@ -96,14 +112,14 @@ def score_fields(
         "tool_calls": summary.tool_calls,
         "distinct_action_count": summary.distinct_actions,
         "repeat_threshold_crossed": any(f.kind in LOOP_KINDS for f in stops)
-        or (guard is not None and (guard.guard or "repeat") in LOOP_KINDS),
+        or (fired and (guard.kind or "repeat") in LOOP_KINDS),
         "progress_observed": summary.progress_observed,
         "new_items_observed": summary.new_items_observed,
-        "guard_fired": guard is not None,
-        "guard_seq": guard.seq if guard else None,
-        "guard_before_dispatch": (not guard.dispatched) if guard else None,
-        "executed_after_guard": bool(after),
-        "side_effect_after_guard": any(policy.rule(r.tool).side_effect for r in after),
+        "guard_fired": fired,
+        "guard_seq": guard.seq,
+        "guard_before_dispatch": (not guard.dispatched) if fired else None,
+        "executed_after_guard": guard.executed_after > 0,
+        "side_effect_after_guard": guard.side_effect_after,
         "first_stop_seq": min((f.last_seq for f in stops), default=None),
         "poll_budget_exhausted": any(f.kind == "poll_budget" for f in stops),
         "duplicate_writes": kinds.get("duplicate_write", 0),

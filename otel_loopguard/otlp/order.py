@@ -1,0 +1,38 @@
+"""Order tool calls that carry no `loopguard.seq` (apps without the processor).
+
+The sequence follows span start time, then end time, then span id; never
+arrival order. A call's turn is the number of the run's model spans that
+ended before it started. Re-deliveries of one span get one number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional, TypeVar, Union
+
+from ..calls import RawCall, ToolCall
+
+C = TypeVar("C", RawCall, ToolCall)
+
+
+def order_calls(calls: list[C], model_ends: list[int]) -> list[C]:
+    """Number calls that carry no `loopguard.seq` and derive their turns."""
+    if calls and all(c.seq >= 1 for c in calls):
+        return calls  # the processor numbered them at dispatch
+    # Re-deliveries of one span must get one number, so number span ids, not records.
+    order: dict[Optional[str], int] = {}
+    for c in sorted(calls, key=lambda c: (c.start_ns or 0, c.end_ns or 0, c.span_id or "")):
+        order.setdefault(c.span_id or f"#{id(c)}", len(order) + 1)
+    out = []
+    for c in calls:
+        seq = order[c.span_id or f"#{id(c)}"]
+        turn = c.turn if c.turn is not None else _turn_of(c, model_ends)
+        out.append(replace(c, seq=seq, turn=turn))
+    return out
+
+
+def _turn_of(call: Union[RawCall, ToolCall], model_ends: list[int]) -> Optional[int]:
+    if not model_ends:
+        return None
+    start = call.start_ns or 0
+    return sum(1 for end in model_ends if end <= start)

@@ -1,0 +1,49 @@
+"""`otel-loopguard serve` flags -> ReceiverConfig -> a running receiver."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ..errors import LoopguardError
+from .config import from_sources
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", metavar="HOST:PORT", help="OTLP/gRPC address to serve (default 127.0.0.1:4327)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--forward", metavar="HOST:PORT", help="inline: forward every unique span plus findings here")
+    mode.add_argument(
+        "--findings-only",
+        action="store_true",
+        default=None,
+        help="send only findings (to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT)",
+    )
+    parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON)")
+    parser.add_argument("--config", metavar="FILE", help="receiver settings file (YAML); see docs/receiver.md")
+    parser.add_argument("--key-file", metavar="FILE", help="digest key file (default: OTEL_LOOPGUARD_KEY[_FILE])")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here")
+    parser.add_argument("--run-id-attribute", metavar="NAME", help="group runs by this attribute, e.g. gen_ai.conversation.id")
+    parser.add_argument("--max-receive-bytes", type=int, metavar="N", help="largest request accepted (default 64 MiB)")
+    parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
+    parser.add_argument("--idle-timeout-seconds", type=float, metavar="S", help="complete a quiet run after this (default 30)")
+    parser.add_argument("--root-grace-seconds", type=float, metavar="S", help="complete after the root ended + this (default 2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    flags = {k: v for k, v in vars(args).items() if k not in ("handler", "command", "verbose", "config")}
+    try:
+        config = from_sources(flags, config_file=args.config)
+        from .server import run_until_signal  # grpc is imported only when serving
+
+        asyncio.run(run_until_signal(config))
+    except LoopguardError as exc:
+        print(f"otel-loopguard serve: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"otel-loopguard serve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0

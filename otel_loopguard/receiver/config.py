@@ -1,0 +1,125 @@
+"""Receiver settings: flags beat OTEL_LOOPGUARD_* variables beat a config file beat defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from ..errors import LoopguardError
+
+
+class ConfigError(LoopguardError):
+    """A receiver setting is invalid; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    listen: str = "127.0.0.1:4327"
+    forward: Optional[str] = None  # inline mode: every unique span + findings go here
+    findings_only: bool = False  # spans reach the backend another way; only findings are sent
+    policy: Optional[str] = None
+    key_file: Optional[str] = None
+    max_receive_bytes: int = 64 * 1024 * 1024  # gRPC's default is 4 MiB
+    metrics_listen: Optional[str] = None  # HOST:PORT of the Prometheus text endpoint
+    gap_wait_seconds: float = 10.0  # a sequence gap older than this makes the run incomplete
+    root_grace_seconds: float = 2.0  # after the root span ended, wait this long for stragglers
+    idle_timeout_seconds: float = 30.0  # a run with no new span for this long is complete
+    late_cache_size: int = 100_000  # completed run ids remembered to recognise late spans
+    late_cache_seconds: float = 300.0
+    dedupe_size: int = 1_000_000  # (trace id, span id) pairs remembered
+    dedupe_seconds: float = 600.0
+    max_buffered_calls: int = 1_000_000  # backpressure above this many buffered calls
+    forward_timeout_seconds: float = 5.0  # per request, retries included
+    retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
+    insecure: bool = True  # plaintext gRPC to the downstream endpoint
+    run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)
+
+    def validate(self) -> "ReceiverConfig":
+        if self.forward and not _host_port(self.forward):
+            raise ConfigError(f"forward: expected HOST:PORT, got {self.forward!r}")
+        if not _host_port(self.listen):
+            raise ConfigError(f"listen: expected HOST:PORT, got {self.listen!r}")
+        if not self.forward:
+            raise ConfigError(
+                "no downstream: give --forward HOST:PORT, or --findings-only with "
+                "OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set"
+            )
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                raise ConfigError(f"{f.name}: must be >= 0, got {value}")
+        return self
+
+
+def _host_port(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit()
+
+
+_ENV_PREFIX = "OTEL_LOOPGUARD_"
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    default = getattr(ReceiverConfig(), name)
+    kind = type(default) if default is not None else str
+    try:
+        if kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(raw)
+            return text in ("true", "1", "yes")
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {name} must be {kind.__name__}, got {raw!r}") from None
+
+
+def from_sources(
+    flags: Mapping[str, Any],
+    env: Optional[Mapping[str, str]] = None,
+    config_file: Optional[str] = None,
+) -> ReceiverConfig:
+    env = os.environ if env is None else env
+    names = {f.name for f in fields(ReceiverConfig)}
+    values: dict[str, Any] = {}
+    if config_file:
+        values.update(_file_values(Path(config_file), names))
+    for name in names:
+        key = _ENV_PREFIX + name.upper()
+        if env.get(key):
+            values[name] = _coerce(name, env[key], key)
+    values.update({k: v for k, v in flags.items() if v is not None and k in names})
+    if not values.get("forward") and values.get("findings_only"):
+        values["forward"] = _otlp_endpoint(env)
+    return replace(ReceiverConfig(), **values).validate()
+
+
+def _file_values(path: Path, names: set[str]) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+    return {k: _coerce(k, v, str(path)) if v is not None else None for k, v in data.items()}
+
+
+def _otlp_endpoint(env: Mapping[str, str]) -> Optional[str]:
+    """Findings-only default: the standard OTLP settings, as HOST:PORT for gRPC."""
+    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not url:
+        return None
+    for scheme in ("http://", "https://", "grpc://"):
+        if url.startswith(scheme):
+            url = url[len(scheme) :]
+    return url.rstrip("/")

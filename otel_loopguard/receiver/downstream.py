@@ -1,0 +1,137 @@
+"""Sending OTLP bytes downstream: retries with backoff, never a silent drop.
+
+Forwarded requests retry within the caller's deadline; if that runs out the
+caller answers UNAVAILABLE so its sender retries. Finding spans wait in a
+bounded queue and are retried until delivered or the receiver shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Optional
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from ..findings.otlp import export_request
+from .metrics import Metrics
+
+_log = logging.getLogger("otel_loopguard.receiver")
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+RETRYABLE = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+SENT, RETRY_LATER, REJECTED = "sent", "retry_later", "rejected"
+
+
+class Downstream:
+    def __init__(self, target: str, metrics: Metrics, max_message_bytes: int):
+        options = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+        ]
+        self.target = target
+        self._metrics = metrics
+        self._channel = grpc.aio.insecure_channel(target, options=options)
+        self._export = self._channel.unary_unary(
+            EXPORT_METHOD,
+            request_serializer=None,  # we send bytes we already have
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+
+    async def send(self, payload: bytes, timeout: float) -> str:
+        """SENT, RETRY_LATER (still failing at the deadline) or REJECTED (not retryable)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.05
+        while True:
+            remaining = deadline - loop.time()
+            try:
+                await self._export(payload, timeout=max(remaining, 0.01))
+                return SENT
+            except grpc.aio.AioRpcError as err:
+                self._metrics.inc("export_failures_total")
+                if err.code() not in RETRYABLE:
+                    _log.error("downstream %s rejected data: %s %s", self.target, err.code().name, err.details())
+                    return REJECTED
+                if loop.time() + delay >= deadline:
+                    _log.warning("downstream %s unavailable: %s", self.target, err.code().name)
+                    return RETRY_LATER
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            delay = min(delay * 2, 2.0)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class FindingQueue:
+    """Finding and run spans on their way downstream, in batches, until delivered."""
+
+    def __init__(self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512):
+        self._downstream = downstream
+        self._metrics = metrics
+        self._queue: asyncio.Queue[Span] = asyncio.Queue()
+        self._capacity = capacity
+        self._batch = batch
+        self._task: Optional[asyncio.Task[None]] = None
+        self.delivered = asyncio.Event()
+
+    @property
+    def full(self) -> bool:
+        return self._queue.qsize() >= self._capacity
+
+    def put(self, spans: list[Span]) -> None:
+        for span in spans:
+            self._queue.put_nowait(span)
+        self._metrics.set_gauge("finding_queue", self._queue.qsize())
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="loopguard-findings")
+
+    async def _run(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            await self._deliver(batch)
+
+    async def _deliver(self, batch: list[Span]) -> None:
+        payload = export_request(batch).SerializeToString()
+        while True:
+            result = await self._downstream.send(payload, timeout=5.0)
+            if result != RETRY_LATER:
+                break
+        if result == SENT:
+            self._metrics.inc("finding_spans_exported_total", len(batch))
+        for _ in batch:
+            self._queue.task_done()
+        self._metrics.set_gauge("finding_queue", self._queue.qsize())
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait until every queued span was delivered (or give up at the timeout)."""
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            _log.error("shutdown: %d finding spans could not be delivered", self._queue.qsize())
+            return False
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass

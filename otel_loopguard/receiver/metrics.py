@@ -1,0 +1,94 @@
+"""The receiver's own telemetry: counters and gauges, exposed as Prometheus text.
+
+Names are documented in docs/receiver.md#metrics. Labels are kept small
+(finding kind and tool) so cardinality stays bounded by the policy's tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Optional
+
+_log = logging.getLogger("otel_loopguard.receiver")
+
+PREFIX = "otel_loopguard_"
+HELP = {
+    "spans_received_total": "Spans received in Export requests (valid ones).",
+    "spans_forwarded_total": "Unique spans forwarded downstream (inline mode).",
+    "spans_rejected_total": "Spans rejected as invalid (bad ids); reported as partial success.",
+    "duplicates_total": "Re-delivered spans dropped by (trace id, span id).",
+    "conflicts_total": "Different spans under an id already seen; the later one is dropped.",
+    "dedupe_evictions_total": "Dedupe entries evicted by size or age.",
+    "findings_total": "Findings emitted, by kind and tool.",
+    "finding_spans_exported_total": "Finding and run summary spans delivered downstream.",
+    "export_failures_total": "Failed attempts to send downstream (retried).",
+    "backpressure_total": "Requests answered UNAVAILABLE (downstream down or memory bound reached).",
+    "invalid_requests_total": "Requests that were not a valid ExportTraceServiceRequest.",
+    "late_spans_total": "Spans of runs that had already completed (forwarded, not judged).",
+    "clock_skew_total": "Tool calls outside their parent span's time range.",
+    "runs_completed_total": "Runs judged complete.",
+    "runs_open": "Runs currently open.",
+    "buffered_calls": "Tool calls held waiting for order or completion.",
+    "finding_queue": "Finding spans waiting to be exported.",
+}
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+
+    def inc(self, name: str, amount: float = 1, **labels: str) -> None:
+        key = (name, tuple(sorted(labels.items())))
+        self._values[key] = self._values.get(key, 0) + amount
+
+    def set_gauge(self, name: str, value: float) -> None:
+        self._values[(name, ())] = value
+
+    def get(self, name: str, **labels: str) -> float:
+        if labels:
+            return self._values.get((name, tuple(sorted(labels.items()))), 0)
+        return sum(v for (n, _), v in self._values.items() if n == name)
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for name, help_text in HELP.items():
+            kind = "counter" if name.endswith("_total") else "gauge"
+            lines += [f"# HELP {PREFIX}{name} {help_text}", f"# TYPE {PREFIX}{name} {kind}"]
+            series = [(labels, v) for (n, labels), v in self._values.items() if n == name] or [((), 0)]
+            for labels, value in sorted(series):
+                shown = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+                lines.append(f"{PREFIX}{name}{{{shown}}} {value:g}" if shown else f"{PREFIX}{name} {value:g}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+async def serve_metrics(metrics: Metrics, host: str, port: int) -> Optional[asyncio.base_events.Server]:
+    """A minimal HTTP endpoint: GET /metrics -> Prometheus text format."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), timeout=5)
+            while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
+                pass
+            path = request.split(b" ")[1] if request.count(b" ") >= 2 else b""
+            if path.split(b"?")[0] in (b"/metrics", b"/"):
+                body, status = metrics.render().encode(), b"200 OK"
+            else:
+                body, status = b"not found\n", b"404 Not Found"
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+            )
+            await writer.drain()
+        except (asyncio.TimeoutError, ConnectionError, IndexError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, host, port)
+    _log.info("metrics on http://%s:%d/metrics", host, port)
+    return server

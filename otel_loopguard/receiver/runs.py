@@ -1,0 +1,201 @@
+"""One open run in the receiver: its calls reassembled into sequence order.
+
+Calls numbered by the processor (`loopguard.seq`) are judged as soon as the
+contiguous prefix grows, so findings stream. Calls without a number are held
+and judged in start-time order when the run completes. A gap that outlives
+`gap_wait` makes the run `incomplete_trace`; judging resumes after the gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from ..bounded import BoundedMap
+from ..calls import ModelCall, RawCall, RunFacts, ToolCall, TERMINATION_REASONS
+from ..detect import Run
+from ..findings import INFO, WARN, Finding
+from ..fingerprint import Fingerprinter, fingerprint_call
+from ..otlp.order import order_calls
+from ..score import GuardTrail, feed_in_order, score_fields
+
+MAX_KEPT_FINDINGS = 1000
+RECENT_CALLS = 1024
+SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
+
+
+class RunBuffer:
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float):
+        self.run_id = run_id
+        self._fp = fp
+        self.run = Run(run_id, fp.policy)
+        self.trail = GuardTrail()
+        self.facts = RunFacts()
+        self.next_seq = 1
+        self.pending: dict[int, tuple[ToolCall, RawCall]] = {}
+        self.untagged: list[tuple[ToolCall, RawCall]] = []
+        self.untagged_models: list[ModelCall] = []
+        self.recent = BoundedMap[int, ToolCall](RECENT_CALLS)
+        self.findings: list[Finding] = []
+        self.key_ids: set[str] = set()
+        self.gap_since: Optional[float] = None
+        self.incomplete = False
+        self.integrity_error = False
+        self.clock_skew = False
+        self.root_id: Optional[str] = None
+        self.root_ended_at: Optional[float] = None
+        self.last_activity = now
+        self.first_trace: Optional[str] = None
+        self.traces: set[bytes] = set()
+        self.first_call: Optional[ToolCall] = None
+        self.last_call: Optional[ToolCall] = None
+        self.tool_calls_seen = 0
+        self._last_start = 0
+        self._models_seen = 0
+        self._tagged = False  # calls carry loopguard.seq: judge as they arrive
+
+    @property
+    def buffered(self) -> int:
+        return len(self.pending) + len(self.untagged)
+
+    # -- input -----------------------------------------------------------------
+    def add_call(self, raw: RawCall, now: float) -> list[Finding]:
+        self.last_activity = now
+        self.tool_calls_seen += 1
+        self.first_trace = self.first_trace or raw.trace_id
+        call = fingerprint_call(raw, self._fp)
+        raw = replace(raw, arguments=None, result=None)  # payloads are not kept
+        out = self._key_check(raw)
+        if raw.seq < 1:
+            self.untagged.append((call, raw))
+            return out
+        if not self._tagged:
+            self._tagged = True
+            for model in self.untagged_models:  # decisions seen before the first call
+                out += self._keep(self.run.observe_model(model))
+            self.untagged_models = []
+        if raw.seq < self.next_seq or raw.seq in self.pending:
+            return out + [self._conflict(raw)]
+        self.pending[raw.seq] = (call, raw)
+        out += self._drain()
+        self.gap_since = (self.gap_since or now) if self.pending else None
+        return out
+
+    def add_model(self, model: ModelCall, now: float) -> list[Finding]:
+        self.last_activity = now
+        self._models_seen += 1
+        numbered = replace(model, turn=self._models_seen)
+        if not self._tagged:
+            self.untagged_models.append(numbered)  # turns are derived at completion
+            return []
+        return self._keep(self.run.observe_model(numbered))
+
+    def note_facts(self, facts: dict[str, object]) -> None:
+        reason = facts.get("loopguard.termination_reason")
+        terminal = facts.get("loopguard.terminal_response")
+        if isinstance(reason, str) and reason in TERMINATION_REASONS:
+            self.facts = replace(self.facts, termination_reason=reason)
+        if isinstance(terminal, bool):
+            self.facts = replace(self.facts, terminal_response=terminal)
+
+    # -- judging ---------------------------------------------------------------
+    def _drain(self) -> list[Finding]:
+        out: list[Finding] = []
+        while self.next_seq in self.pending:
+            call, raw = self.pending.pop(self.next_seq)
+            out += self._judge(call, raw)
+            self.next_seq += 1
+        return out
+
+    def _remember(self, call: ToolCall) -> None:
+        self.recent.put(call.seq, call)
+        self.first_call = self.first_call or call
+        self.last_call = call
+
+    def _judge(self, call: ToolCall, raw: RawCall) -> list[Finding]:
+        self._remember(call)
+        if call.start_ns:
+            if call.start_ns + SKEW_TOLERANCE_NS < self._last_start:
+                self.clock_skew = True  # a later call started before an earlier one
+            self._last_start = max(self._last_start, call.start_ns)
+        self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
+        if not raw.dispatched:
+            return []
+        return self._keep(self.run.observe(call))
+
+    def expire_gap(self, now: float, wait: float) -> list[Finding]:
+        """A gap older than `wait`: report it, then judge on after it."""
+        if not self.pending or self.gap_since is None or now - self.gap_since < wait:
+            return []
+        resume = min(self.pending)
+        missing = list(range(self.next_seq, resume))
+        self.next_seq = resume
+        self.gap_since = now if self.pending else None
+        out = [self._incomplete(missing)] + self._drain()
+        self.gap_since = now if self.pending else None
+        return out
+
+    def complete(self) -> list[Finding]:
+        """Judge everything still held; the run is over."""
+        out: list[Finding] = []
+        while self.pending:
+            out += self.expire_gap(float("inf"), 0.0)
+        if self.untagged:
+            out += self._judge_untagged()
+        return out
+
+    def _judge_untagged(self) -> list[Finding]:
+        raws = order_calls([raw for _, raw in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        by_span = {raw.span_id: call for call, raw in self.untagged}
+        calls = [replace(by_span[r.span_id], seq=r.seq, turn=r.turn) for r in raws]
+        self.untagged = []
+        for call, raw in zip(calls, raws):
+            self._remember(call)
+            self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
+        executed = [c for c, r in zip(calls, raws) if r.dispatched]
+        return self._keep(feed_in_order(self.run, self.untagged_models, executed))
+
+    def score(self) -> tuple[str, dict[str, object]]:
+        if self.integrity_error:
+            return "integrity_error", {"scorable": False, "release": None}
+        if self.incomplete:
+            return "incomplete_trace", {"scorable": False, "release": None}
+        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts)
+
+    # -- integrity findings ----------------------------------------------------
+    def _key_check(self, raw: RawCall) -> list[Finding]:
+        if raw.key_id is None or raw.key_id in self.key_ids:
+            return []
+        self.key_ids.add(raw.key_id)
+        if len(self.key_ids) != 2:
+            return []
+        self.integrity_error = True
+        reason = f"digests under different key ids ({', '.join(sorted(self.key_ids))}) cannot be compared"
+        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason)])
+
+    def _conflict(self, raw: RawCall) -> Finding:
+        self.integrity_error = True
+        reason = f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
+        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id)])[0]
+
+    def _incomplete(self, missing: list[int]) -> Finding:
+        self.incomplete = True
+        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+        reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
+        f = Finding("incomplete_trace", WARN, missing[0], missing[-1], len(missing), (), (), reason)
+        return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def telemetry_duplicate(self, span_id: str) -> Finding:
+        reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"
+        return self._keep([self._about("telemetry_duplicate", INFO, 0, reason, span_id)])[0]
+
+    def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None) -> Finding:
+        seqs = (seq,) if seq else ()
+        f = Finding(kind, severity, seq, seq, 1, seqs, (span_id,) if seqs else (), reason)
+        return f.stamped(self.run_id, self._fp.policy.version)
+
+    def _keep(self, found: list[Finding]) -> list[Finding]:
+        room = MAX_KEPT_FINDINGS - len(self.findings)
+        if room > 0:
+            self.findings.extend(found[:room])
+        return found

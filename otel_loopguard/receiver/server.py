@@ -1,0 +1,125 @@
+"""`otel-loopguard serve`: wire the receiver together and run it until a signal.
+
+Shutdown is graceful: stop taking requests, complete every open run, deliver
+the queued findings (bounded wait), then close the downstream channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+from typing import Optional
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from ..fingerprint import Fingerprinter, load_key
+from ..policy import load_policy
+from .assembly import RunAssembler
+from .config import ReceiverConfig
+from .dedupe import SpanDeduper
+from .downstream import Downstream, FindingQueue
+from .metrics import Metrics, serve_metrics
+from .service import SERVICE, TraceReceiver
+
+_log = logging.getLogger("otel_loopguard.receiver")
+TICK_SECONDS = 0.25
+
+
+@dataclass
+class Running:
+    """A started receiver: what tests and the CLI need to reach and stop it."""
+
+    server: grpc.aio.Server
+    port: int
+    metrics: Metrics
+    assembler: RunAssembler
+    findings: FindingQueue
+    downstream: Downstream
+    metrics_port: Optional[int]
+    _tasks: list[asyncio.Task[None]]
+    _metrics_server: Optional[asyncio.base_events.Server]
+    _health: health.aio.HealthServicer
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await self._health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        for task in self._tasks:
+            task.cancel()
+        self.findings.put(self.assembler.flush())
+        await self.findings.drain(timeout=grace)
+        await self.findings.stop()
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+        await self.downstream.close()
+        _log.info("otel-loopguard receiver stopped")
+
+
+async def start(config: ReceiverConfig) -> Running:
+    policy = load_policy(config.policy)
+    key = load_key(key_file=config.key_file) if config.key_file else load_key()
+    metrics = Metrics()
+    assert config.forward is not None  # validate() guarantees a downstream
+    downstream = Downstream(config.forward, metrics, config.max_receive_bytes)
+    findings = FindingQueue(downstream, metrics)
+    assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
+    deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
+    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics)
+
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", config.max_receive_bytes),
+            ("grpc.max_send_message_length", 16 * 1024 * 1024),
+        ]
+    )
+    server.add_generic_rpc_handlers((receiver.handler(),))
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(config.listen)
+    if port == 0:
+        raise OSError(f"cannot listen on {config.listen}")
+    await server.start()
+    for name in ("", SERVICE):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    findings.start()
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
+    metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
+    mode = "findings-only" if config.findings_only else "inline"
+    _log.info("otel-loopguard receiver on port %d (%s mode, downstream %s, key id %s, policy %s)",
+              port, mode, config.forward, key.key_id, policy.version)
+    return Running(server, port, metrics, assembler, findings, downstream, metrics_port,
+                   [ticker], metrics_server, health_servicer)
+
+
+async def _metrics(metrics: Metrics, listen: Optional[str]) -> tuple[Optional[asyncio.base_events.Server], Optional[int]]:
+    if not listen:
+        return None, None
+    host, _, port = listen.rpartition(":")
+    server = await serve_metrics(metrics, host, int(port))
+    assert server is not None
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics) -> None:
+    while True:
+        await asyncio.sleep(TICK_SECONDS)
+        try:
+            findings.put(assembler.tick())
+            metrics.set_gauge("buffered_calls", assembler.buffered_calls)
+        except Exception:  # a bug here must not stop the receiver; it is logged loudly
+            _log.exception("run completion failed")
+
+
+async def run_until_signal(config: ReceiverConfig) -> None:
+    running = await start(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    _log.info("shutting down: completing open runs and flushing findings")
+    await running.stop()

@@ -1,0 +1,174 @@
+"""The OTLP/gRPC TraceService: dedupe, forward, then detect, or tell the sender to retry.
+
+Order of operations per request, under one lock so dedupe stays exact:
+1. Memory at its bound -> UNAVAILABLE with RetryInfo (nothing accepted).
+2. Decode; reject invalid spans (partial success with a message).
+3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped).
+4. Inline mode: forward the original bytes when nothing was dropped, else a
+   filtered copy. If downstream stays down -> UNAVAILABLE with RetryInfo and
+   nothing is remembered, so the sender's retry is not mistaken for a duplicate.
+5. Only then remember the spans and feed the detectors; findings are queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Optional
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import DecodeError
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from .assembly import RunAssembler
+from .config import ReceiverConfig
+from .decode import Decoded, decode
+from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from .downstream import REJECTED, SENT, Downstream, FindingQueue
+from .metrics import Metrics
+
+_log = logging.getLogger("otel_loopguard.receiver")
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class TraceReceiver:
+    def __init__(
+        self,
+        config: ReceiverConfig,
+        assembler: RunAssembler,
+        deduper: SpanDeduper,
+        downstream: Optional[Downstream],
+        findings: FindingQueue,
+        metrics: Metrics,
+    ):
+        self._config = config
+        self._assembler = assembler
+        self._deduper = deduper
+        self._downstream = None if config.findings_only else downstream
+        self._findings = findings
+        self._metrics = metrics
+        self._lock = asyncio.Lock()
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        export = grpc.unary_unary_rpc_method_handler(
+            self.export,
+            request_deserializer=None,  # keep the original bytes for forwarding
+            response_serializer=ExportTraceServiceResponse.SerializeToString,
+        )
+        return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
+
+    async def export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+        async with self._lock:
+            if self._overloaded():
+                await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
+            request = await self._parse(data, context)
+            decoded = decode(request, self._config.run_id_attribute)
+            fresh, dropped = self._classify(decoded.spans)
+            self._metrics.inc("spans_received_total", len(decoded.spans))
+            self._metrics.inc("spans_rejected_total", len(decoded.rejected))
+            if self._downstream is not None:
+                await self._forward(data, request, fresh, dropped or bool(decoded.rejected), context)
+            for d in fresh:
+                self._deduper.remember(d.key, d.content)
+            self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
+            spans = self._assembler.accept(fresh)
+            for d, verdict in dropped:
+                spans += self._assembler.duplicate(d) if verdict == DUPLICATE else []
+            self._findings.put(spans)
+            self._metrics.set_gauge("buffered_calls", self._assembler.buffered_calls)
+        return _response(decoded.rejected)
+
+    def _overloaded(self) -> bool:
+        return self._findings.full or self._assembler.buffered_calls >= self._config.max_buffered_calls
+
+    async def _parse(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceRequest:
+        try:
+            return ExportTraceServiceRequest.FromString(data)
+        except (DecodeError, RuntimeError) as exc:
+            self._metrics.inc("invalid_requests_total")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP ExportTraceServiceRequest: {exc}")
+            raise  # unreachable: abort raises
+
+    def _classify(self, spans: list[Decoded]) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
+        fresh: list[Decoded] = []
+        dropped: list[tuple[Decoded, str]] = []
+        in_request: dict[bytes, int] = {}
+        for d in spans:
+            verdict = self._deduper.check(d.key, d.content)
+            if verdict == NEW and d.key in in_request:
+                verdict = DUPLICATE if in_request[d.key] == d.content else CONFLICT
+            if verdict == NEW:
+                in_request[d.key] = d.content
+                fresh.append(d)
+            else:
+                dropped.append((d, verdict))
+                self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
+        return fresh, dropped
+
+    async def _forward(
+        self,
+        data: bytes,
+        request: ExportTraceServiceRequest,
+        fresh: list[Decoded],
+        filtered: bool,
+        context: grpc.aio.ServicerContext,
+    ) -> None:
+        if not fresh:
+            return
+        payload = _keep_only(request, fresh).SerializeToString() if filtered else data
+        assert self._downstream is not None
+        result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
+        if result == SENT:
+            self._metrics.inc("spans_forwarded_total", len(fresh))
+        elif result == REJECTED:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the downstream endpoint rejected these spans")
+        else:
+            await self._retry_later(context, f"downstream {self._downstream.target} is unavailable; retry later")
+
+    async def _retry_later(self, context: grpc.aio.ServicerContext, message: str) -> None:
+        self._metrics.inc("backpressure_total")
+        await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailing_metadata=retry_trailers(
+            self._config.retry_after_seconds, message))
+
+
+def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...]:
+    """RetryInfo where the Python exporter reads it and in the standard status details."""
+    delay = duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds % 1) * 1e9))
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
+    packed = any_pb2.Any()
+    packed.Pack(info)
+    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=message, details=[packed])
+    return (
+        ("google.rpc.retryinfo-bin", info.SerializeToString()),
+        ("grpc-status-details-bin", status.SerializeToString()),
+    )
+
+
+def _keep_only(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> ExportTraceServiceRequest:
+    """A copy of the request with only the given spans (resources and scopes kept)."""
+    keep = {d.where for d in fresh}
+    out = ExportTraceServiceRequest()
+    for r, rs in enumerate(request.resource_spans):
+        new_rs = None
+        for s, ss in enumerate(rs.scope_spans):
+            spans = [span for i, span in enumerate(ss.spans) if (r, s, i) in keep]
+            if not spans:
+                continue
+            if new_rs is None:
+                new_rs = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
+            new_rs.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url, spans=spans)
+    return out
+
+
+def _response(rejected: list[tuple[tuple[int, int, int], str]]) -> ExportTraceServiceResponse:
+    if not rejected:
+        return ExportTraceServiceResponse()
+    message = "; ".join(why for _, why in rejected[:5]) + (" ..." if len(rejected) > 5 else "")
+    partial = ExportTracePartialSuccess(rejected_spans=len(rejected), error_message=message)
+    return ExportTraceServiceResponse(partial_success=partial)
