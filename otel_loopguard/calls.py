@@ -80,6 +80,9 @@ class ToolCall:
     flags: frozenset[str] = frozenset()
 
 
+# key_id of a call whose digests the judging process computes itself, with its own key.
+LOCAL_KEY = "local"
+
 TERMINATION_REASONS = (
     "final_answer",
     "loop_guard",

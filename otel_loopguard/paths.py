@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 _MISSING = object()
@@ -43,5 +44,13 @@ def _drop(value: Any, parts: list[str], expected: Any) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    # 1 == True in Python; a documented default of 1 must not absorb `true`.
-    return type(a) is type(b) and a == b
+    # 1 == True == 1.0 in Python; a documented default of 1 must not absorb `true`
+    # or `1.0`, at any depth: compare the JSON text, which keeps those apart.
+    try:
+        return _text(a) == _text(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _text(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, ensure_ascii=False, allow_nan=True)

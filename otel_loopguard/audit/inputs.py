@@ -35,7 +35,8 @@ def read_runs(paths: Iterable[Path]) -> list[RunInput]:
             records.add_call(run_id, call)
         for model in models:
             records.add_model(run_id, model)
-        records.set_facts(run_id, facts)
+        if facts is not None:  # only what spans recorded; NDJSON run records stay
+            records.set_facts(run_id, facts)
     return records.runs()
 
 
@@ -103,10 +104,23 @@ def _json_line(path: Path, number: int, line: str) -> Any:
 
 def _protobuf(path: Path, data: bytes) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
+    problem = ""
     try:
         request.ParseFromString(data)
     except (DecodeError, RuntimeError) as exc:
+        problem = f" ({exc})"
+    # Protobuf accepts almost any bytes as unknown fields; a trace export has valid spans.
+    if problem or (data and not _has_valid_span(request)):
         raise InputError(
-            f"{path}: not NDJSON records, OTLP/JSON or an OTLP protobuf ExportTraceServiceRequest ({exc})"
+            f"{path}: not NDJSON records, OTLP/JSON or an OTLP protobuf ExportTraceServiceRequest{problem}"
         ) from None
     return request
+
+
+def _has_valid_span(request: ExportTraceServiceRequest) -> bool:
+    return any(
+        len(span.trace_id) == 16 and len(span.span_id) == 8
+        for rs in request.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+    )

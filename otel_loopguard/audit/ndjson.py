@@ -2,7 +2,8 @@
 
 One JSON object a line. Tool calls need `sequence`, `call_id`, `tool`,
 `arguments`, `observation`; optional `run_id`, `turn`, `ok`, `span_id`,
-`finished`, `dispatched`, `guard`, `start_ns`, `end_ns`. Lines with
+`finished`, `dispatched`, `guard`, `start_ns`, `end_ns`. The default run id
+is the file path as given. Lines with
 `"record": "run"` or `"record": "model"` carry how the run ended and model
 decisions (docs/audit.md). Unknown fields are ignored.
 """
@@ -64,7 +65,8 @@ def read_ndjson(path: Path, text: str, runs: RunBuilder) -> None:
 
 def _read_line(line: _Line, path: Path, runs: RunBuilder) -> None:
     kind = line.record.get("record", "call")
-    run_id = line.get("run_id", _is_str, "a non-empty string", default=path.name)
+    # Default run id: the file as named, so same-named files in two folders stay apart.
+    run_id = line.get("run_id", _is_str, "a non-empty string", default=str(path))
     if kind == "call":
         runs.add_call(run_id, _call(line))
     elif kind == "run":

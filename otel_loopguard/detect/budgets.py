@@ -67,7 +67,8 @@ class BudgetDetector:
     ) -> list[Finding]:
         if limit is None:
             return []
-        level = self._latches[name].level(used, warn_at(limit, self._rule.warn_ratio), limit)
+        whole = name in ("turns", "tool_calls")
+        level = self._latches[name].level(used, warn_at(limit, self._rule.warn_ratio, whole), limit)
         if level is None:
             return []
         shown = f"{used:.2f}" if name in ("cost", "seconds") else str(int(used))
@@ -79,9 +80,14 @@ class BudgetDetector:
 _UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
 
 
-def warn_at(limit: float, ratio: float) -> float:
-    """The warn level for a limit; equal to the limit when the ratio rounds up to it."""
-    return min(limit, math.ceil(limit * ratio)) if float(limit).is_integer() else limit * ratio
+def warn_at(limit: float, ratio: float, whole: bool = True) -> float:
+    """The warn level: `ratio` of the limit, rounded up to a whole count for counts.
+
+    Rounding first to 9 places keeps float noise (100 x 0.55 = 55.000000000000007)
+    from pushing the level up by one.
+    """
+    level = round(limit * ratio, 9)
+    return min(limit, math.ceil(level)) if whole else level
 
 
 class ToolCapDetector:

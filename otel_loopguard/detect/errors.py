@@ -1,8 +1,9 @@
 """`error_streak`: decisions in a row whose tool calls failed.
 
-Batch-aware: failed siblings of one decision are one sweep and count once.
-Argument-aware: the reason says whether the streak is one action failing the
-same way (a blind retry) or different attempts failing.
+Batch-aware: failed siblings of one decision are one sweep and count once, and
+a decision with any successful call is not a failed one, whatever the order of
+its siblings. Argument-aware: the reason says whether one action kept failing
+the same way (a blind retry) or different attempts failed.
 """
 
 from __future__ import annotations
@@ -17,52 +18,56 @@ class ErrorStreakDetector:
     def __init__(self, policy: Policy):
         self._rule = policy.error_streak
         self._reset()
+        self._decision = -1
+        self._decision_ok = False
 
     def _reset(self) -> None:
         self._count = 0
-        self._decision = -1
+        self._counted = -1  # the last decision counted into the streak
         self._calls: list[ToolCall] = []
-        self._signatures: set[tuple[str, object]] = set()
+        self._actions: set[str] = set()
+        self._errors: set[object] = set()
         self._latch = Latch()
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
+        if step.decision != self._decision:
+            self._decision, self._decision_ok = step.decision, False
         if call.ok is None:
             return []  # unknown outcome: neither extends nor breaks the streak
         if call.ok:
+            self._decision_ok = True
             self._reset()
             return []
-        if step.decision != self._decision:
+        if self._decision_ok:
+            return []  # a sibling succeeded: this decision is not a failed sweep
+        if self._counted != step.decision:
             self._count += 1
-            self._decision = step.decision
+            self._counted = step.decision
         if len(self._calls) < self._rule.stop_at * 4:
             self._calls.append(call)
-        if len(self._signatures) < 2:
-            self._signatures.add((call.action, call.result))
+        if len(self._actions) < 2:
+            self._actions.add(call.action)
+        if len(self._errors) < 2:
+            self._errors.add((call.action, call.result))
         level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
         if level is None:
             return []
         return [self._finding(level)]
 
     def _finding(self, level: str) -> Finding:
-        same = len(self._signatures) == 1
-        detail = (
-            "the same action failing with the same error each time"
-            if same
-            else f"across {len({c.action for c in self._calls})} different actions"
-        )
+        one_action = len(self._actions) == 1
+        if one_action and len(self._errors) == 1:
+            detail = "the same action failing with the same error each time"
+        elif one_action:
+            detail = "the same action failing with changing errors"
+        else:
+            detail = f"across {len({c.action for c in self._calls})} different actions"
         reason = (
             f"{self._count} decisions in a row ended in failed tool calls, {detail} "
             f"(warn at {self._rule.warn_at}, stop at {self._rule.stop_at})"
         )
         last = self._calls[-1]
         tool = last.tool if len({c.tool for c in self._calls}) == 1 else None
-        return finding(
-            "error_streak",
-            level,
-            self._calls,
-            reason,
-            count=len(self._calls),
-            tool=tool,
-            action=last.action if same else None,
-        )
+        action = last.action if one_action else None
+        return finding("error_streak", level, self._calls, reason, count=len(self._calls), tool=tool, action=action)

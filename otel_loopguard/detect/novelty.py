@@ -1,8 +1,9 @@
-"""`no_progress`: calls in a row that brought nothing new to the run.
+"""`no_progress`: decisions in a row whose calls brought nothing new to the run.
 
 New information is a result digest never seen before in the run, or declared
-progress (docs/policy.md#progress). Pollers are left to `poll_budget`: their
-unchanged observations neither extend nor break this streak.
+progress (docs/policy.md#progress). A decision counts once, however many
+siblings it requested; a sibling with new information clears the streak.
+Pollers are left to `poll_budget`: they neither extend nor break it.
 """
 
 from __future__ import annotations
@@ -19,13 +20,18 @@ class NoProgressDetector:
         self._calls: list[ToolCall] = []
         self._count = 0
         self._latch = Latch()
+        self._decision = -1
 
     def observe(self, step: Step) -> list[Finding]:
         if step.rule.poll is not None or step.call.result is None:
             return []
         if step.judgement.new_information:
             self._calls, self._count, self._latch = [], 0, Latch()
+            self._decision = step.decision  # later siblings of this decision stay clear
             return []
+        if step.decision == self._decision:
+            return []
+        self._decision = step.decision
         self._count += 1
         if len(self._calls) < self._rule.stop_at:
             self._calls.append(step.call)
@@ -33,7 +39,7 @@ class NoProgressDetector:
         if level is None:
             return []
         reason = (
-            f"{self._count} calls in a row returned only results already seen in this run "
+            f"{self._count} decisions in a row returned only results already seen in this run "
             f"(warn at {self._rule.warn_at}, stop at {self._rule.stop_at})"
         )
         return [finding("no_progress", level, self._calls, reason, count=self._count)]

@@ -38,13 +38,13 @@ class PollBudgetDetector:
         if rule is None:
             return []
         call = step.call
+        if step.judgement.terminal:
+            self._episodes.pop(call.action)  # done in time: the next poll starts a new episode
+            return []
         episode = self._episodes.get(call.action) or _Episode(call)
         episode.count += 1
         self._episodes.put(call.action, episode)
-        out = self._count_check(episode, rule, call) + self._deadline_check(episode, rule, call)
-        if step.judgement.terminal:
-            self._episodes.pop(call.action)  # done: the next poll starts a new episode
-        return out
+        return self._count_check(episode, rule, call) + self._deadline_check(episode, rule, call)
 
     def _count_check(self, ep: _Episode, rule: PollRule, call: ToolCall) -> list[Finding]:
         if rule.max_polls is None:

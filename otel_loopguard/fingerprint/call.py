@@ -24,7 +24,7 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         flags = flags | {f"result:{f}" for f in r.flags}
     write = write_key = None
     if rule.side_effect:
-        write, write_key = fp.write(raw.tool, args_value)
+        write, write_key = fp.write(raw.tool, args_value, raw.identity)
     return ToolCall(
         seq=raw.seq,
         tool=raw.tool,

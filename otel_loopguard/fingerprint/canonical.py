@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -26,6 +27,9 @@ TOO_LARGE = "too_large"  # text over the size limit: hashed as opaque text
 
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 256 * 1024
+# JSON text nested deeper than this is kept as opaque text. Fixed, so the verdict
+# never depends on how deep the caller's stack already is (json.loads recurses).
+MAX_TEXT_DEPTH = 200
 
 # A tag prefix that no ordinary JSON string starts with; tagged values are
 # always accompanied by a flag, so even a crafted collision is never silent.
@@ -58,22 +62,54 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
         value = bytes(value).decode("utf-8", errors="surrogateescape")
     if not isinstance(value, str):
         return Parsed(value, "json", frozenset())
-    if len(value) > max_bytes:
+    if _utf8_length_over(value, max_bytes):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_LARGE}))
+    if _nesting_over(value, MAX_TEXT_DEPTH):
+        return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
     flags: set[str] = set()
     try:
         parsed = _loads(value, flags)
-    except RecursionError:
-        return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
-    except ValueError:
+    except (ValueError, RecursionError):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT}))
-    if isinstance(parsed, str) and parsed.lstrip()[:1] in ("{", "["):
+    if isinstance(parsed, str) and parsed.lstrip()[:1] in ("{", "[") and not _nesting_over(parsed, MAX_TEXT_DEPTH):
+        inner: set[str] = set()
         try:
-            parsed = _loads(parsed, flags)
-            flags.add(DOUBLE_ENCODED)
+            parsed = _loads(parsed, inner)
+            flags |= inner | {DOUBLE_ENCODED}
         except (ValueError, RecursionError):
             pass  # a string that merely starts with a brace stays a string
     return Parsed(parsed, "json", frozenset(flags))
+
+
+def _utf8_length_over(text: str, limit: int) -> bool:
+    if len(text) > limit:
+        return True
+    if len(text) * 4 <= limit:  # no UTF-8 character is longer than 4 bytes
+        return False
+    return len(text.encode("utf-8", errors="surrogatepass")) > limit
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _nesting_over(text: str, limit: int) -> bool:
+    """True when JSON text nests deeper than `limit`, whatever the caller's stack.
+
+    Fewer brackets than the limit cannot nest deeper, which settles almost every
+    input with two C-level counts; only bracket-heavy text gets the exact scan.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
 
 
 def _loads(text: str, flags: set[str]) -> Any:
@@ -145,10 +181,16 @@ def _walk(v: Any, depth: int, flags: set[str], drop: frozenset[str], max_depth: 
 
 
 def _walk_other(v: Any, depth: int, flags: set[str], drop: frozenset[str], max_depth: int) -> Any:
-    # Subclasses of JSON types (str enums, IntEnum) serialise as their base value.
-    for base in (bool, str, int, float):
-        if isinstance(v, base):
-            return _walk(base(v), depth, flags, drop, max_depth)
+    # Subclasses of JSON types (str enums, IntEnum) serialise as their base value;
+    # the base type's own conversion skips Enum.__str__ ("Color.RED").
+    if isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, str):
+        return _walk(str.__str__(v), depth, flags, drop, max_depth)
+    if isinstance(v, int):
+        return _walk(int.__index__(v), depth, flags, drop, max_depth)
+    if isinstance(v, float):
+        return _walk(float.__float__(v), depth, flags, drop, max_depth)
     flags.add(NON_JSON_VALUE)
     if isinstance(v, (set, frozenset)):
         items = [_walk(x, depth + 1, flags, drop, max_depth) for x in v]
@@ -156,12 +198,24 @@ def _walk_other(v: Any, depth: int, flags: set[str], drop: frozenset[str], max_d
         return {_TAG + "set": sorted(items, key=_sort_key)}
     if isinstance(v, (bytes, bytearray)):
         return _TAG + "bytes:" + bytes(v).hex()
-    return f"{_TAG}{type(v).__qualname__}:{v!s}"
+    return f"{_TAG}{type(v).__qualname__}:{_shown(v, str)}"
+
+
+def _shown(v: Any, show: Any) -> str:
+    """str()/repr() that never raises: huge ints in hex, a failing __str__ by type."""
+    try:
+        return show(v)
+    except ValueError:
+        if isinstance(v, int):
+            return hex(v)
+        return "<unprintable>"
+    except Exception:  # an object's own __str__/__repr__ may raise anything
+        return "<unprintable>"
 
 
 def _tag_key(k: Any, flags: set[str]) -> str:
     flags.add(NON_STRING_KEYS)
-    return f"{_TAG}{type(k).__name__}:{k!r}"
+    return f"{_TAG}{type(k).__name__}:{_shown(k, repr)}"
 
 
 def _sort_key(x: Any) -> str:
@@ -176,14 +230,22 @@ def _dump_iteratively(value: Any, flags: set[str], drop: frozenset[str]) -> str:
     """
     out: list[str] = []
     stack: list[Any] = [value]
+    open_containers: set[int] = set()  # ids on the current path: a repeat is a cycle
     while stack:
         item = stack.pop()
         if isinstance(item, _Raw):
             out.append(item.text)
-        elif isinstance(item, Mapping):
-            stack.extend(_object_tokens(item, flags, drop))
-        elif isinstance(item, (list, tuple)):
-            stack.extend(_array_tokens(item))
+        elif isinstance(item, _Close):
+            open_containers.discard(item.ident)
+        elif isinstance(item, (Mapping, list, tuple)):
+            if id(item) in open_containers:
+                flags.add(NON_JSON_VALUE)
+                out.append(json.dumps(_TAG + "cycle"))
+                continue
+            open_containers.add(id(item))
+            stack.append(_Close(id(item)))
+            is_map = isinstance(item, Mapping)
+            stack.extend(_object_tokens(item, flags, drop) if is_map else _array_tokens(item))
         else:
             out.append(_leaf(item, flags))
     return "".join(out)
@@ -194,6 +256,13 @@ class _Raw:
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+
+class _Close:
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
 
 
 def _object_tokens(obj: Mapping[Any, Any], flags: set[str], drop: frozenset[str]) -> list[Any]:

@@ -54,13 +54,16 @@ class Fingerprinter:
         # The tool is left out on purpose: equal outputs from any tool are "seen before".
         return Fingerprint(self._digest("result", "", canon, ""), canon.flags, parsed.value)
 
-    def write(self, tool: str, arguments_value: Any) -> tuple[str, Optional[str]]:
+    def write(
+        self, tool: str, arguments_value: Any, identity: Optional[Mapping[str, Any]] = None
+    ) -> tuple[str, Optional[str]]:
         """(digest of the write without its idempotency key, digest of the key or None)."""
-        field = self.policy.rule(tool).idempotency_key
+        rule = self.policy.rule(tool)
+        field = rule.idempotency_key
         key_value = get_path(arguments_value, field) if field else None
         body = without_paths(arguments_value, (field,), match=False) if field else arguments_value
         canon = serialise(Parsed(body, "json", frozenset()), max_depth=self.policy.max_depth)
-        write = self._digest("write", tool, canon, "")
+        write = self._digest("write", tool, canon, self._identity(rule, identity or {}))
         if key_value is None:
             return write, None
         key_canon = serialise(Parsed(key_value, "json", frozenset()))

@@ -16,9 +16,9 @@ C = TypeVar("C", RawCall, ToolCall)
 
 
 def order_calls(calls: list[C], model_ends: list[int]) -> list[C]:
-    """Number calls that carry no `loopguard.seq` and derive their turns."""
+    """Calls in sequence order, numbering those without `loopguard.seq` and deriving turns."""
     if calls and all(c.seq >= 1 for c in calls):
-        return calls  # the processor numbered them at dispatch
+        return sorted(calls, key=lambda c: c.seq)  # the processor numbered them at dispatch
     # Re-deliveries of one span must get one number, so number span ids, not records.
     order: dict[Optional[str], int] = {}
     for c in sorted(calls, key=lambda c: (c.start_ns or 0, c.end_ns or 0, c.span_id or "")):
@@ -28,7 +28,7 @@ def order_calls(calls: list[C], model_ends: list[int]) -> list[C]:
         seq = order[c.span_id or f"#{id(c)}"]
         turn = c.turn if c.turn is not None else _turn_of(c, model_ends)
         out.append(replace(c, seq=seq, turn=turn))
-    return out
+    return sorted(out, key=lambda c: c.seq)
 
 
 def _turn_of(call: Union[RawCall, ToolCall], model_ends: list[int]) -> Optional[int]:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import TERMINATION_REASONS, ModelCall, RawCall, RunFacts
+from ..calls import LOCAL_KEY, TERMINATION_REASONS, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from .order import order_calls
@@ -65,13 +65,13 @@ class SpanCollector:
             facts = replace(facts, terminal_response=terminal)
         self._facts[run_id] = facts
 
-    def runs(self) -> list[tuple[str, list[RawCall], list[ModelCall], RunFacts]]:
+    def runs(self) -> list[tuple[str, list[RawCall], list[ModelCall], Optional[RunFacts]]]:
         out = []
         for run_id in dict.fromkeys([*self._tools, *self._models]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])
-            out.append((run_id, calls, numbered, self._facts.get(run_id, RunFacts())))
+            out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
 
 
@@ -98,7 +98,7 @@ def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
         end_ns=end or None,
         args_digest=_str(attrs.get(conv.ARGS_DIGEST)),
         result_digest=_str(attrs.get(conv.RESULT_DIGEST)),
-        key_id=_str(attrs.get(conv.KEY_ID)) or "local",
+        key_id=_str(attrs.get(conv.KEY_ID)) or LOCAL_KEY,
         dispatched=dispatched if isinstance(dispatched, bool) else True,
         guard=_str(guard),
     )

@@ -88,7 +88,7 @@ def _optional(check: Check) -> Check:
 
 def _mapping(v: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(v, Mapping):
-        raise _fail(path, "a mapping", v)
+        raise _fail(path or "top level", "a mapping", v)
     for k in v:
         if not isinstance(k, str):
             raise PolicyError(f"{path}: keys must be strings, got {k!r}")
@@ -163,6 +163,14 @@ def _ordered(warn_at: int, stop_at: int, path: str) -> None:
         raise PolicyError(f"{path}.warn_at: must be <= stop_at ({warn_at} > {stop_at})")
 
 
+def _price(data: Any, path: str) -> Price:
+    values = _fields(data, path, _PRICE)
+    for key in _PRICE:
+        if key not in values:
+            raise PolicyError(f"{path}.{key}: missing (USD per million tokens)")
+    return Price(**values)
+
+
 def _cycle(data: Any, path: str) -> CycleRule:
     rule = replace(CycleRule(), **_fields(data, path, _CYCLE))
     if rule.min_period > rule.max_period:
@@ -222,9 +230,7 @@ def _policy(data: Any, source: str) -> Policy:
         "error_streak": lambda v, p: _streak(v, p, base.error_streak),
         "no_progress": lambda v, p: _streak(v, p, base.no_progress),
         "budget": lambda v, p: replace(base.budget, **_fields(v, p, _BUDGET)),
-        "prices": lambda v, p: MappingProxyType(
-            {m: Price(**_fields(x, f"{p}.{m}", _PRICE)) for m, x in _mapping(v, p).items()}
-        ),
+        "prices": lambda v, p: MappingProxyType({m: _price(x, f"{p}.{m}") for m, x in _mapping(v, p).items()}),
         "result_volatile_fields": _str_set,
         "max_depth": _int(1),
         "max_bytes": _int(64),
@@ -234,16 +240,15 @@ def _policy(data: Any, source: str) -> Policy:
     }
     values = _fields(data, "", schema)
     values.setdefault("version", content_version(data))
-    for price in values.get("prices", {}).values():
-        if not isinstance(price, Price):  # pragma: no cover - defensive
-            raise PolicyError("prices: invalid entry")
     return Policy(**values)
 
 
 def content_version(data: Any) -> str:
     """A version for a policy that names none: a hash of its canonical content."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    from ..fingerprint.canonical import canonicalize  # late: fingerprint imports policy
+
+    text = canonicalize(data).text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
 
 
 def load_policy(path: Optional[str | Path]) -> Policy:
@@ -257,8 +262,14 @@ def load_policy(path: Optional[str | Path]) -> Policy:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"cannot read policy file {p}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{p}: not valid YAML/JSON: {exc}") from None
+    if p.suffix.lower() == ".json":
+        try:  # JSON files are read as JSON: YAML rejects tab indents and pairs \u escapes wrongly
+            data = json.loads(text)
+        except ValueError as exc:
+            raise PolicyError(f"{p}: not valid JSON: {exc}") from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise PolicyError(f"{p}: not valid YAML: {exc}") from None
     return policy_from_mapping(data, str(p))

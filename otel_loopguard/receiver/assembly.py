@@ -74,7 +74,7 @@ class RunAssembler:
         buffer = self.runs.get(d.run_id or "")
         if buffer is None or d.call is None:
             return []
-        return self._emit(buffer, [buffer.telemetry_duplicate(d.span_id.hex())])
+        return self._emit(buffer, [buffer.telemetry_duplicate(d.span_id.hex(), max(d.call.seq, 0))])
 
     def tick(self) -> list[Span]:
         now = self._clock()

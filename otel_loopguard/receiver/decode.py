@@ -10,27 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from ..calls import ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..otlp.spans import span_call
-from ..otlp.values import attributes
-from .dedupe import content_of
+from ..otlp.lite import LiteRequest, decode_attributes
 
 _MARKERS = frozenset(
     [c.marker for c in TOOL_CONVENTIONS]
     + [c.marker for c in MODEL_CONVENTIONS]
     + [conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE]
 )
+# Every attribute any convention or the contract reads; all others are never decoded.
+_NEEDED = frozenset(
+    _MARKERS
+    | {k for c in TOOL_CONVENTIONS for k in (c.tool, *c.call_id, *c.arguments, *c.result)}
+    | {k for c in MODEL_CONVENTIONS for k in (*c.model, *c.input_tokens, *c.output_tokens)}
+    | {v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str)}
+    | {"error.type"}
+)
 _ERROR = Status.STATUS_CODE_ERROR
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
-@dataclass
+@dataclass(slots=True)
 class Decoded:
     where: tuple[int, int, int]  # resource, scope, span index in the request
     key: bytes  # trace id + span id
@@ -52,54 +58,69 @@ class DecodedRequest:
     rejected: list[tuple[tuple[int, int, int], str]]  # where, why
 
 
-def decode(request: ExportTraceServiceRequest, run_id_attribute: Optional[str] = None) -> DecodedRequest:
+def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedRequest:
+    """Decode request bytes; raises DecodeError for bytes that are not a request."""
+    request = LiteRequest.FromString(data)
+    needed = _NEEDED | {run_id_attribute} if run_id_attribute else _NEEDED
     markers = _MARKERS | {run_id_attribute} if run_id_attribute else _MARKERS
+    # Raw key bytes: a marker's bytes inside an attribute blob mean "decode this span".
+    probes = tuple(m.encode() for m in markers) if _mentions_any(data, markers) else ()
     out = DecodedRequest([], [])
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
             for i, span in enumerate(ss.spans):
-                where = (r, s, i)
-                problem = _invalid(span)
-                if problem:
-                    out.rejected.append((where, problem))
-                else:
-                    out.spans.append(_decode_span(where, span, markers, run_id_attribute))
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8) or _zero(trace_id, span_id):
+                    out.rejected.append(((r, s, i), _why(span)))
+                    continue
+                out.spans.append(_decode_span((r, s, i), span, trace_id, span_id, parent, probes, needed, run_id_attribute))
     return out
 
 
-def _invalid(span: Span) -> Optional[str]:
+def _mentions_any(data: bytes, markers: frozenset[str]) -> bool:
+    return any(m.encode() in data for m in markers)
+
+
+def _zero(trace_id: bytes, span_id: bytes) -> bool:
+    return trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN
+
+
+def _why(span: Any) -> str:
+    name = span.name.decode("utf-8", "replace")
     if len(span.trace_id) != 16 or span.trace_id == _ZERO_TRACE:
-        return f"span {span.name!r}: trace_id must be 16 non-zero bytes (got {len(span.trace_id)})"
+        return f"span {name!r}: trace_id must be 16 non-zero bytes (got {len(span.trace_id)})"
     if len(span.span_id) != 8 or span.span_id == _ZERO_SPAN:
-        return f"span {span.name!r}: span_id must be 8 non-zero bytes (got {len(span.span_id)})"
-    if span.parent_span_id and len(span.parent_span_id) != 8:
-        return f"span {span.name!r}: parent_span_id must be empty or 8 bytes (got {len(span.parent_span_id)})"
-    return None
+        return f"span {name!r}: span_id must be 8 non-zero bytes (got {len(span.span_id)})"
+    return f"span {name!r}: parent_span_id must be empty or 8 bytes (got {len(span.parent_span_id)})"
 
 
-def _decode_span(where: tuple[int, int, int], span: Span, markers: frozenset[str], run_attr: Optional[str]) -> Decoded:
-    kvs = span.attributes
-    status = span.status.code
-    d = Decoded(
-        where=where,
-        key=span.trace_id + span.span_id,
-        content=content_of(span.name, span.start_time_unix_nano, span.end_time_unix_nano, len(kvs), status, span.parent_span_id),
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent=span.parent_span_id,
-        start=span.start_time_unix_nano,
-        end=span.end_time_unix_nano,
-    )
-    if not any(kv.key in markers for kv in kvs):
+def _decode_span(
+    where: tuple[int, int, int],
+    span: Any,
+    trace_id: bytes,
+    span_id: bytes,
+    parent: bytes,
+    probes: tuple[bytes, ...],
+    needed: frozenset[str],
+    run_attr: Optional[str],
+) -> Decoded:
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    raw = span.attributes
+    # A re-delivery repeats times, parent and attributes exactly; another span does not.
+    blob = b"".join(raw)
+    d = Decoded(where, trace_id + span_id, hash((start, end, parent, blob)), trace_id, span_id, parent, start, end)
+    if not probes or not any(p in blob for p in probes):
         return d
-    attrs = attributes(kvs)
-    found = recognise(attrs, status == _ERROR)
-    run_id = attrs.get(conv.RUN_ID) or (attrs.get(run_attr) if run_attr else None)
-    d.run_id = str(run_id) if run_id else span.trace_id.hex()
+    values = decode_attributes(raw, needed)
+    found = recognise(values, span.status.code == _ERROR)
+    if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
+        return d
+    run_id = values.get(conv.RUN_ID) or (values.get(run_attr) if run_attr else None)
+    d.run_id = str(run_id) if run_id else trace_id.hex()
     if isinstance(found, ToolSpan):
-        d.call = span_call(span, attrs, found)
+        d.call = span_call(span, values, found)
     elif isinstance(found, ModelSpan):
-        d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
-    if conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs:
-        d.facts = {k: attrs[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in attrs}
+        d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, end)
+    if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
+        d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
     return d

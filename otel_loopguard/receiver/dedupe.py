@@ -9,7 +9,7 @@ request is remembered only once it was accepted (forwarded), never before.
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
 
@@ -48,8 +48,3 @@ class SpanDeduper:
 
     def __len__(self) -> int:
         return len(self._seen)
-
-
-def content_of(name: str, start: int, end: int, attribute_count: int, status: int, parent: bytes) -> Optional[int]:
-    """What a re-delivery must repeat exactly: enough to tell another span apart."""
-    return hash((name, start, end, attribute_count, status, parent))

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Optional
 
 from ..bounded import BoundedMap
-from ..calls import ModelCall, RawCall, RunFacts, ToolCall, TERMINATION_REASONS
+from ..calls import LOCAL_KEY, TERMINATION_REASONS, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run
 from ..findings import INFO, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -164,9 +164,10 @@ class RunBuffer:
 
     # -- integrity findings ----------------------------------------------------
     def _key_check(self, raw: RawCall) -> list[Finding]:
-        if raw.key_id is None or raw.key_id in self.key_ids:
+        key_id = self._fp.key_id if raw.key_id == LOCAL_KEY else raw.key_id
+        if key_id is None or key_id in self.key_ids:
             return []
-        self.key_ids.add(raw.key_id)
+        self.key_ids.add(key_id)
         if len(self.key_ids) != 2:
             return []
         self.integrity_error = True
@@ -185,13 +186,15 @@ class RunBuffer:
         f = Finding("incomplete_trace", WARN, missing[0], missing[-1], len(missing), (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
 
-    def telemetry_duplicate(self, span_id: str) -> Finding:
+    def telemetry_duplicate(self, span_id: str, seq: int) -> Finding:
         reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"
-        return self._keep([self._about("telemetry_duplicate", INFO, 0, reason, span_id)])[0]
+        return self._keep([self._about("telemetry_duplicate", INFO, seq, reason, span_id)])[0]
 
     def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None) -> Finding:
-        seqs = (seq,) if seq else ()
-        f = Finding(kind, severity, seq, seq, 1, seqs, (span_id,) if seqs else (), reason)
+        """A finding about one span; seq 0 when the span carried no sequence number."""
+        spans = (span_id,) if span_id else ()
+        seqs = (seq,) if (seq or span_id) else ()
+        f = Finding(kind, severity, seq, seq, 1, seqs, spans if seqs else (), reason)
         return f.stamped(self.run_id, self._fp.policy.version)
 
     def _keep(self, found: list[Finding]) -> list[Finding]:

@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from .assembly import RunAssembler
 from .config import ReceiverConfig
-from .decode import Decoded, decode
+from .decode import Decoded, DecodedRequest, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
 from .downstream import REJECTED, SENT, Downstream, FindingQueue
 from .metrics import Metrics
@@ -67,13 +67,12 @@ class TraceReceiver:
         async with self._lock:
             if self._overloaded():
                 await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
-            request = await self._parse(data, context)
-            decoded = decode(request, self._config.run_id_attribute)
+            decoded = await self._decode(data, context)
             fresh, dropped = self._classify(decoded.spans)
             self._metrics.inc("spans_received_total", len(decoded.spans))
             self._metrics.inc("spans_rejected_total", len(decoded.rejected))
             if self._downstream is not None:
-                await self._forward(data, request, fresh, dropped or bool(decoded.rejected), context)
+                await self._forward(data, fresh, dropped or bool(decoded.rejected), context)
             for d in fresh:
                 self._deduper.remember(d.key, d.content)
             self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
@@ -87,9 +86,9 @@ class TraceReceiver:
     def _overloaded(self) -> bool:
         return self._findings.full or self._assembler.buffered_calls >= self._config.max_buffered_calls
 
-    async def _parse(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceRequest:
+    async def _decode(self, data: bytes, context: grpc.aio.ServicerContext) -> DecodedRequest:
         try:
-            return ExportTraceServiceRequest.FromString(data)
+            return decode(data, self._config.run_id_attribute)
         except (DecodeError, RuntimeError) as exc:
             self._metrics.inc("invalid_requests_total")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP ExportTraceServiceRequest: {exc}")
@@ -114,14 +113,14 @@ class TraceReceiver:
     async def _forward(
         self,
         data: bytes,
-        request: ExportTraceServiceRequest,
         fresh: list[Decoded],
         filtered: bool,
         context: grpc.aio.ServicerContext,
     ) -> None:
         if not fresh:
             return
-        payload = _keep_only(request, fresh).SerializeToString() if filtered else data
+        # The original bytes when nothing was dropped: no re-encoding on the common path.
+        payload = _keep_only(ExportTraceServiceRequest.FromString(data), fresh).SerializeToString() if filtered else data
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
         if result == SENT:

@@ -26,6 +26,14 @@ def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[s
         out.append(f"uncontained_loop: stop-level findings ({kinds}) with no guard denying the next call")
     if score["guard_fired"] and not score["guard_before_dispatch"]:
         out.append("guard_after_dispatch: the guard decision came after the call it should have stopped")
+    if score["executed_after_guard"]:
+        out.append("executed_after_guard: a call was dispatched after the guard denied one")
+    first_stop, guard_seq = score["first_stop_seq"], score["guard_seq"]
+    if guard_seq is not None and first_stop is not None and guard_seq > first_stop:
+        out.append(
+            f"guard_too_late: the stop threshold was crossed at call {first_stop}, "
+            f"but the guard first acted at call {guard_seq}"
+        )
     if score["termination_reason"] in ("turn_limit", "budget") and any(f.kind in UNCHANGED for f in findings):
         out.append("limit_after_unchanged_calls: a run with unchanged repeated calls ended on a hard limit")
     if score["poll_budget_exhausted"] and score["termination_reason"] not in ("deadline", "loop_guard"):

@@ -7,10 +7,10 @@ run after it, how did the run end and did the user get an answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
-from ..calls import ModelCall, RawCall, RunFacts, ToolCall
+from ..calls import LOCAL_KEY, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run, RunSummary
 from ..findings import STOP, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -66,7 +66,9 @@ class GuardTrail:
 
 
 def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
-    integrity = check(run.calls)
+    # Digests we compute ourselves carry our key id: they compare with spans tagged under it.
+    own = [replace(c, key_id=fp.key_id) if c.key_id == LOCAL_KEY else c for c in run.calls]
+    integrity = check(own)
     executed = [c for c in integrity.calls if c.dispatched]
     calls = [fingerprint_call(c, fp) for c in executed]
     findings = _stamp(integrity.findings, run, fp)

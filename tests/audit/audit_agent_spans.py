@@ -7,6 +7,7 @@ encoded with the OTLP exporter's own `encode_spans`. Ids come from a seeded
 generator and all times are explicit, so the output is reproducible.
 
 Used by the tests in this folder and by tests/fixtures/make_fixtures.py.
+(Named audit_agent_spans so it cannot clash with helpers of other test folders.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry import trace as trace_api
 from opentelemetry.trace import Status, StatusCode
 
 T0 = 1_700_000_000_000_000_000  # ns
@@ -137,14 +139,12 @@ def record_agent(
     """
     exporter = InMemorySpanExporter()
     provider = TracerProvider(
-        resource=Resource.create({"service.name": service}),
+        resource=Resource({"service.name": service}),  # not .create(): no random instance id
         id_generator=SeededIds(seed),
     )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("loopguard.tests.scripted_agent", "1.0")
     end = T0 + len(steps) * STEP_NS + 50 * MS
-    from opentelemetry import trace as trace_api
-
     root = tracer.start_span("invoke_agent support", start_time=T0, attributes=root_attributes or {})
     ctx = trace_api.set_span_in_context(root)
     for i, tools in enumerate(steps):

@@ -1,0 +1,69 @@
+"""A reduced view of ExportTraceServiceRequest for the receiver's hot path.
+
+The same wire format, but a span's attributes stay raw bytes and fields the
+receiver never reads are not declared (protobuf skips them without building
+objects). One C-level join per span then tells whether any attribute key we
+care about is present; only those spans get their attributes decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+from .values import any_value
+
+_F = descriptor_pb2.FieldDescriptorProto
+
+
+def _message(file: descriptor_pb2.FileDescriptorProto, name: str, fields: Iterable[tuple[str, int, int, int, str]]) -> None:
+    msg = file.message_type.add(name=name)
+    for fname, number, ftype, label, type_name in fields:
+        field = msg.field.add(name=fname, number=number, type=ftype, label=label)
+        if type_name:
+            field.type_name = type_name
+
+
+def _build() -> Any:
+    file = descriptor_pb2.FileDescriptorProto(name="otel_loopguard_lite.proto", package="otel_loopguard.lite", syntax="proto3")
+    opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+    _message(file, "Status", [("code", 3, _F.TYPE_INT32, opt, "")])
+    _message(
+        file,
+        "Span",
+        [
+            ("trace_id", 1, _F.TYPE_BYTES, opt, ""),
+            ("span_id", 2, _F.TYPE_BYTES, opt, ""),
+            ("parent_span_id", 4, _F.TYPE_BYTES, opt, ""),
+            ("name", 5, _F.TYPE_BYTES, opt, ""),
+            ("start_time_unix_nano", 7, _F.TYPE_FIXED64, opt, ""),
+            ("end_time_unix_nano", 8, _F.TYPE_FIXED64, opt, ""),
+            ("attributes", 9, _F.TYPE_BYTES, rep, ""),
+            ("status", 15, _F.TYPE_MESSAGE, opt, ".otel_loopguard.lite.Status"),
+        ],
+    )
+    _message(file, "ScopeSpans", [("spans", 2, _F.TYPE_MESSAGE, rep, ".otel_loopguard.lite.Span")])
+    _message(file, "ResourceSpans", [("scope_spans", 2, _F.TYPE_MESSAGE, rep, ".otel_loopguard.lite.ScopeSpans")])
+    _message(file, "Request", [("resource_spans", 1, _F.TYPE_MESSAGE, rep, ".otel_loopguard.lite.ResourceSpans")])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("otel_loopguard.lite.Request"))
+
+
+LiteRequest = _build()
+
+
+def decode_attributes(raw: Iterable[bytes], keep: frozenset[str]) -> dict[str, Any]:
+    """Decode only the raw KeyValues whose key is in `keep`."""
+    out: dict[str, Any] = {}
+    for item in raw:
+        # KeyValue.key is field 1; with a short key it sits in bytes 2.. unparsed.
+        if len(item) > 2 and item[0] == 0x0A and item[1] < 0x80:
+            if item[2 : 2 + item[1]].decode("utf-8", "replace") not in keep:
+                continue
+        kv = KeyValue.FromString(item)
+        if kv.key in keep:
+            out[kv.key] = any_value(kv.value)
+    return out

@@ -1,0 +1,99 @@
+"""`cycle`: a block of 2..4 calls with at least two actions, repeated with the same results."""
+
+from __future__ import annotations
+
+from .helpers import NO_BUDGETS, Harness, brief, briefs, feed, spans
+
+POL = {"budget": NO_BUDGETS}
+A = ("read", {"path": "a.txt"}, "contents of a")
+B = ("write", {"path": "a.txt", "text": "x"}, "written")
+C = ("lint", {"path": "a.txt"}, "1 problem")
+D = ("test", {"suite": "unit"}, "1 failure")
+
+
+def test_two_call_pattern_warns_at_the_fourth_call_and_stops_at_the_sixth() -> None:
+    h = Harness(POL)
+    h.feed([A, B] * 3)
+    warn, stop = h.kind("cycle")
+    assert brief(warn) == ("cycle", "warn", 1, 4, 4) and h.fired_at(warn) == 4
+    assert warn.seqs == (1, 2, 3, 4) and warn.span_ids == spans(1, 2, 3, 4)
+    assert brief(stop) == ("cycle", "stop", 1, 6, 6) and h.fired_at(stop) == 6
+    assert stop.seqs == (1, 2, 3, 4, 5, 6)
+    assert warn.tool is None and warn.action is None  # about two actions, not one
+    assert "2-call pattern (read -> write) repeated 3 times" in stop.reason
+
+
+def test_two_call_pattern_boundaries() -> None:
+    assert briefs(feed([A, B, A], POL), "cycle") == []
+    assert briefs(feed([A, B] * 2, POL), "cycle") == [("cycle", "warn", 1, 4, 4)]
+    assert briefs(feed([A, B] * 2 + [A], POL), "cycle") == [("cycle", "warn", 1, 4, 4)]
+
+
+def test_a_later_start_gives_a_later_first_seq() -> None:
+    x = ("plan", {}, "plan")
+    assert briefs(feed([x, A, B, A, B], POL), "cycle") == [("cycle", "warn", 2, 5, 4)]
+
+
+def test_three_call_pattern() -> None:
+    h = Harness(POL)
+    h.feed([A, B, C] * 3)
+    assert briefs(h.findings, "cycle") == [("cycle", "warn", 1, 6, 6), ("cycle", "stop", 1, 9, 9)]
+    assert [h.fired_at(f) for f in h.kind("cycle")] == [6, 9]
+
+
+def test_four_call_pattern() -> None:
+    h = Harness(POL)
+    h.feed([A, B, C, D] * 3)
+    assert briefs(h.findings, "cycle") == [("cycle", "warn", 1, 8, 8), ("cycle", "stop", 1, 12, 12)]
+    assert h.kind("cycle")[1].seqs == tuple(range(1, 13))
+
+
+def test_four_call_pattern_with_a_repeated_member_is_period_four() -> None:
+    h = Harness(POL)
+    h.feed([A, B, A, C] * 2)
+    assert briefs(h.findings, "cycle") == [("cycle", "warn", 1, 8, 8)]
+    assert "4-call pattern (read -> write -> read -> lint)" in h.kind("cycle")[0].reason
+
+
+def test_five_call_pattern_is_beyond_max_period() -> None:
+    e = ("deploy", {}, "queued")
+    assert briefs(feed([A, B, C, D, e] * 3, POL), "cycle") == []
+
+
+def test_changing_results_inside_the_block_is_not_a_cycle() -> None:
+    steps = []
+    for i in range(6):
+        steps += [("read", {"path": "a.txt"}, f"contents v{i}"), B]
+    assert briefs(feed(steps, POL), "cycle") == []
+
+
+def test_a_changed_outcome_inside_the_block_is_not_a_cycle() -> None:
+    fail = ("read", {"path": "a.txt"}, "contents of a", None, False)
+    assert briefs(feed([A, B, fail, B], POL), "cycle") == []
+    # ... though the longer block that includes the flip can itself repeat.
+    assert briefs(feed([A, B, fail, B] * 2, POL), "cycle") == [("cycle", "warn", 1, 8, 8)]
+
+
+def test_one_action_repeated_is_not_a_cycle() -> None:
+    h = Harness(POL)
+    h.feed([A] * 8)
+    assert h.kind("cycle") == []
+    assert briefs(h.findings, "repeat") == [("repeat", "warn", 1, 3, 3), ("repeat", "stop", 1, 5, 5)]
+
+
+def test_broken_then_resumed_pattern_starts_a_new_episode() -> None:
+    x = ("plan", {}, "plan")
+    h = Harness(POL)
+    h.feed([A, B, A, B, x, A, B, A, B])
+    assert briefs(h.findings, "cycle") == [("cycle", "warn", 1, 4, 4), ("cycle", "warn", 6, 9, 4)]
+
+
+def test_custom_thresholds_stop_beats_warn() -> None:
+    pol = {"budget": NO_BUDGETS, "cycle": {"warn_at": 3, "stop_at": 3}}
+    assert briefs(feed([A, B] * 4, pol), "cycle") == [("cycle", "stop", 1, 6, 6)]
+
+
+def test_custom_period_range() -> None:
+    pol = {"budget": NO_BUDGETS, "cycle": {"min_period": 3, "max_period": 3}}
+    assert briefs(feed([A, B] * 4, pol), "cycle") == []
+    assert briefs(feed([A, B, C] * 2, pol), "cycle") == [("cycle", "warn", 1, 6, 6)]

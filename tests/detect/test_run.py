@@ -1,0 +1,239 @@
+"""The run: stamping, ordering, independence, finding invariants, and bounded state at scale."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterator
+
+import pytest
+
+from otel_loopguard.bounded import BoundedMap, BoundedSet
+from otel_loopguard.detect import OutOfOrderError, Run
+from otel_loopguard.findings import KINDS, SEVERITY_RANK
+from otel_loopguard.policy import BUILTIN_VERSION, Policy, content_version
+from otel_loopguard.detect import repeat
+from otel_loopguard.progress import tracker
+
+from .helpers import NO_BUDGETS, Harness, feed
+
+EVERYTHING = {
+    "version": "pv-9",
+    "budget": {**NO_BUDGETS, "max_tool_calls": 40},
+    "tools": {
+        "web_search": {"max_calls": 2},
+        "get_export_status": {"poll": {"max_polls": 2}, "exempt_repeat": True},
+        "issue_refund": {"idempotency_key": "key"},
+    },
+}
+
+
+def everything(h: Harness) -> None:
+    """A run that triggers every detector at least once."""
+    h.feed([("lookup", {"id": 1}, "same")] * 4)  # repeat, no_progress
+    h.feed([("read", {}, "r"), ("write", {}, "w")] * 2)  # cycle
+    h.feed([("parse", {"n": i}, {"error": "bad"}, None, False) for i in range(2)])  # error_streak
+    h.feed([("web_search", {"q": i}, {"hits": [i]}) for i in range(2)])  # tool_cap
+    h.feed([("get_export_status", {"id": 1}, {"s": i}) for i in range(2)])  # poll_budget
+    h.feed([("issue_refund", {"amount": 1, "key": k}, "ok") for k in ("a", "b")])  # duplicate_write
+    h.feed([("fetch", {"u": 1}, "page", 99)] * 2)  # parallel_duplicate
+    h.feed([("filler", {"i": i}, {"i": i}) for i in range(30)])  # budget
+    h.model(100, 10, 10, "m")
+
+
+def test_every_finding_is_stamped_with_run_id_and_policy_version() -> None:
+    h = Harness(EVERYTHING, run_id="run-xyz")
+    everything(h)
+    expected = {"repeat", "cycle", "error_streak", "no_progress", "budget", "tool_cap",
+                "poll_budget", "duplicate_write", "parallel_duplicate"}
+    assert h.kinds() == expected
+    assert {(f.run_id, f.policy_version) for f in h.findings} == {("run-xyz", "pv-9")}
+
+
+def test_model_call_findings_are_stamped_too() -> None:
+    h = Harness({"version": "pv-1", "budget": {**NO_BUDGETS, "max_turns": 1}}, run_id="r2")
+    (f,) = h.model(1)
+    assert (f.run_id, f.policy_version) == ("r2", "pv-1")
+
+
+def test_unversioned_policy_is_stamped_with_its_content_hash() -> None:
+    mapping = {"budget": NO_BUDGETS, "repeat": {"warn_at": 2}}
+    (f,) = feed([("t", {}, "r")] * 2, mapping)
+    assert f.policy_version == content_version(mapping)
+    assert f.policy_version.startswith("sha256:") and len(f.policy_version) == len("sha256:") + 12
+
+
+def test_builtin_policy_is_stamped_builtin() -> None:
+    h = Harness(Policy())
+    h.feed([("t", {}, "r")] * 3)
+    assert [(f.kind, f.policy_version) for f in h.findings] == [("repeat", BUILTIN_VERSION)]
+
+
+def test_every_finding_is_well_formed() -> None:
+    h = Harness(EVERYTHING)
+    everything(h)
+    for f in h.findings:
+        assert f.kind in KINDS and f.severity in SEVERITY_RANK and f.reason
+        assert len(f.span_ids) == len(f.seqs) >= 1
+        assert list(f.seqs) == sorted(set(f.seqs))
+        assert (f.first_seq, f.last_seq) == (f.seqs[0], f.seqs[-1])
+        assert f.count >= len(f.seqs)
+        assert f.last_seq <= h.fired_at(f)
+
+
+@pytest.mark.parametrize("second", [1, 5])
+def test_a_call_that_is_not_after_the_previous_one_is_rejected(second: int) -> None:
+    h = Harness({"budget": NO_BUDGETS}, run_id="run-7")
+    h.call("t", {}, "r", seq=5)
+    bad = h.fingerprint("t", {}, "r", seq=second)
+    with pytest.raises(OutOfOrderError) as err:
+        h.run.observe(bad)
+    assert "run-7" in str(err.value) and f"call {second} arrived after call 5" in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_a_rejected_call_leaves_the_run_unchanged() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.call("t", {}, "r", seq=1)
+    h.call("t", {}, "r", seq=2)
+    with pytest.raises(OutOfOrderError):
+        h.run.observe(h.fingerprint("t", {}, "r", seq=2))
+    assert h.call("t", {}, "r", seq=3) != []  # the third identical call, not the fourth
+    assert [f.kind for f in h.findings if f.kind == "repeat"] == ["repeat"]
+    assert h.findings[0].count == 3
+
+
+def test_gaps_in_the_sequence_are_accepted() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    for seq in (3, 10, 11):
+        h.call("t", {}, "r", seq=seq)
+    assert [(f.kind, f.seqs) for f in h.findings if f.kind == "repeat"] == [("repeat", (3, 10, 11))]
+
+
+def test_runs_do_not_share_state() -> None:
+    pol = {"budget": NO_BUDGETS}
+    a, b = Harness(pol, "a"), Harness(pol, "b")
+    for h in (a, b, a, b):
+        h.call("t", {}, "r")
+    assert a.findings == [] and b.findings == []
+    b.call("t", {}, "r")
+    assert [f.run_id for f in b.findings if f.kind == "repeat"] == ["b"]
+
+
+# ---- scale: 10k calls, functional (not timed) --------------------------------------------------
+
+N = 10_000
+SCALE_POLICY = {
+    "budget": NO_BUDGETS,
+    "tools": {
+        "search": {"progress": {"cursor_field": "cursor", "items_field": "items"}},
+        "issue_refund": {"idempotency_key": "key"},
+        "get_export_status": {
+            "poll": {"max_polls": 20, "deadline_seconds": 600},
+            "progress": {"state_field": "state", "terminal_states": ["complete"]},
+        },
+        "lookup_order": {"progress": {"version_field": "version"}},
+    },
+}
+STATES = ("queued", "running", "complete")
+
+
+def healthy(i: int) -> tuple:
+    turn = i // 2 + 1  # two different siblings per decision
+    kind = i % 5
+    if kind == 0:
+        return ("search", {"q": "refund", "cursor": f"c{i}"}, {"items": [{"id": i * 10 + k} for k in range(10)]}, turn)
+    if kind == 1:
+        return ("read_file", {"path": f"f{i}.txt"}, f"text {i}", turn)
+    if kind == 2:
+        return ("issue_refund", {"order": f"o{i}", "amount": 5, "key": f"k{i}"}, {"status": "accepted", "ref": i}, turn)
+    if kind == 3:
+        job = i // 15  # each export polled three times: queued, running, complete
+        return ("get_export_status", {"export_id": job}, {"state": STATES[(i // 5) % 3], "job": job}, turn)
+    return ("lookup_order", {"order_id": f"o{i}"}, {"status": "delivered", "version": 1, "order": i}, turn)
+
+
+def _containers(obj: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every container reachable from the run's detector state (not policy, not calls)."""
+    if depth > 6:
+        return
+    if isinstance(obj, (BoundedMap, BoundedSet)):
+        yield type(obj).__name__, obj
+        for value in getattr(obj, "_items").values():
+            yield from _containers(value, depth + 1)
+        return
+    if isinstance(obj, (list, deque, set, frozenset)):
+        yield type(obj).__name__, obj
+        for value in obj:
+            yield from _containers(value, depth + 1)
+        return
+    if isinstance(obj, dict):
+        yield "dict", obj
+        for value in obj.values():
+            yield from _containers(value, depth + 1)
+        return
+    module = type(obj).__module__
+    if not module.startswith(("otel_loopguard.detect", "otel_loopguard.progress")):
+        return
+    names = list(getattr(obj, "__dict__", {})) + list(getattr(type(obj), "__slots__", ()))
+    for name in names:
+        if name in ("policy", "_policy", "_rule"):
+            continue
+        yield from _containers(getattr(obj, name, None), depth + 1)
+
+
+def _assert_bounded(run: Run, plain_limit: int = 32) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    seen = 0
+    for name, container in _containers(run):
+        seen += 1
+        limit = getattr(container, "_limit", None) if name in ("BoundedMap", "BoundedSet") else plain_limit
+        assert len(container) <= limit, f"{name} holds {len(container)} > {limit}"
+        sizes[f"{name}:{limit}"] = max(sizes.get(f"{name}:{limit}", 0), len(container))
+    assert seen >= 20  # the walk reached into every detector
+    return sizes
+
+
+def test_ten_thousand_healthy_calls_produce_no_findings_and_bounded_state() -> None:
+    h = Harness(SCALE_POLICY)
+    for i in range(N):
+        h.call(*healthy(i))
+    assert h.findings == []
+    assert h.run.decision == N // 2
+    _assert_bounded(h.run)
+    # The churn really did fill the bounded memories to their limits.
+    assert len(h.run.progress._results) == tracker.MAX_SEEN_RESULTS
+    assert len(h.run.progress._items) == tracker.MAX_SEEN_ITEMS
+
+
+def test_window_mode_keeps_a_bounded_number_of_windows() -> None:
+    h = Harness({**SCALE_POLICY, "repeat": {"mode": "window", "window": 20}})
+    for i in range(3000):
+        h.call(*healthy(i))
+    assert h.findings == []
+    _assert_bounded(h.run)
+    (detector,) = [d for d in h.run._detectors if isinstance(d, repeat.RepeatDetector)]
+    assert len(detector._windows) == repeat.MAX_WINDOW_ACTIONS
+
+
+def test_a_long_loop_reports_once_per_level_with_bounded_evidence() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    for _ in range(3000):
+        h.call("lookup_order", {"order_id": "A12"}, {"status": "delivered"})
+    assert sorted((f.kind, f.severity, f.count) for f in h.findings) == [
+        ("no_progress", "stop", 6),
+        ("no_progress", "warn", 3),
+        ("repeat", "stop", 5),
+        ("repeat", "warn", 3),
+    ]
+    _assert_bounded(h.run, plain_limit=16)
+
+
+def test_a_long_error_streak_keeps_bounded_evidence() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    for i in range(3000):
+        h.call("parse", {"n": i}, {"error": f"bad {i}"}, turn=i // 4, ok=False)
+    assert [(f.kind, f.severity) for f in h.findings if f.kind == "error_streak"] == [
+        ("error_streak", "warn"),
+        ("error_streak", "stop"),
+    ]
+    _assert_bounded(h.run, plain_limit=16)
