@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawCall:
     """One tool call as read from telemetry, before fingerprinting.
 
@@ -42,7 +42,7 @@ class RawCall:
     parent_id: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """Progress signals extracted from one observation by the tool's rule.
 
@@ -58,7 +58,7 @@ class Evidence:
     error_count: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A fingerprinted tool call, the unit every detector observes."""
 
@@ -107,7 +107,7 @@ class RunFacts:
     terminal_response: Optional[bool] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelCall:
     """One model decision: counts turns and prices tokens for the budgets."""
 

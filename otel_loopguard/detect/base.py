@@ -11,12 +11,13 @@ from ..policy import ToolRule
 from ..progress import Judgement
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Step:
     """One call as the run hands it to the detectors.
 
     `decision` numbers the model decisions of the run: calls requested by the
-    same decision (same `turn`) are siblings and share it.
+    same decision (same `turn`) are siblings and share it. Treated as immutable
+    (not frozen only because frozen dataclasses are slower to build, once per call).
     """
 
     call: ToolCall

@@ -24,6 +24,13 @@ class BudgetDetector:
         self._policy = policy
         self._rule = policy.budget
         self._latches = {k: Latch() for k in ("turns", "tool_calls", "cost", "seconds")}
+        r = self._rule
+        limits = {"turns": r.max_turns, "tool_calls": r.max_tool_calls, "cost": r.max_cost_usd, "seconds": r.max_seconds}
+        self._warn = {
+            name: warn_at(limit, r.warn_ratio, name in ("turns", "tool_calls"))
+            for name, limit in limits.items()
+            if limit is not None
+        }
         self._tool_calls = 0
         self._turns = 0
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
@@ -38,7 +45,7 @@ class BudgetDetector:
             self._first_start = call.start_ns
         out = self._check("tool_calls", self._tool_calls, self._rule.max_tool_calls, call)
         out += self._check("turns", self._turns, self._rule.max_turns, call)
-        elapsed = self._elapsed(call)
+        elapsed = self._elapsed(call) if self._rule.max_seconds is not None else None
         if elapsed is not None:
             out += self._check("seconds", elapsed, self._rule.max_seconds, call)
         return out
@@ -67,8 +74,7 @@ class BudgetDetector:
     ) -> list[Finding]:
         if limit is None:
             return []
-        whole = name in ("turns", "tool_calls")
-        level = self._latches[name].level(used, warn_at(limit, self._rule.warn_ratio, whole), limit)
+        level = self._latches[name].level(used, self._warn[name], limit)
         if level is None:
             return []
         shown = f"{used:.2f}" if name in ("cost", "seconds") else str(int(used))

@@ -21,7 +21,8 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     if raw.finished and (result_digest is None or rule.progress):
         r = fp.result(raw.tool, raw.result)
         result_digest, result_value = result_digest or r.digest, r.value
-        flags = flags | {f"result:{f}" for f in r.flags}
+        if r.flags:
+            flags = flags | {f"result:{f}" for f in r.flags}
     write = write_key = None
     if rule.side_effect:
         write, write_key = fp.write(raw.tool, args_value, raw.identity)

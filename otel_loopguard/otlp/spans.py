@@ -7,6 +7,7 @@ the number of model spans of the run that ended before it started.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -84,7 +85,7 @@ def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
     guard = attrs.get(conv.GUARD)
     return RawCall(
         seq=seq if _is_int(seq) else 0,
-        tool=tool.tool,
+        tool=sys.intern(tool.tool),
         arguments=tool.arguments,
         result=tool.result,
         ok=not tool.error,
@@ -92,8 +93,9 @@ def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
         turn=turn if _is_int(turn) else None,
         call_id=tool.call_id,
         span_id=span.span_id.hex() or None,
-        trace_id=span.trace_id.hex() or None,
-        parent_id=span.parent_span_id.hex() or None,
+        # Interned: every call of a run shares its trace and usually its parent.
+        trace_id=sys.intern(span.trace_id.hex()) or None,
+        parent_id=sys.intern(span.parent_span_id.hex()) or None,
         start_ns=span.start_time_unix_nano or None,
         end_ns=end or None,
         args_digest=_str(attrs.get(conv.ARGS_DIGEST)),

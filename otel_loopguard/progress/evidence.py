@@ -11,12 +11,13 @@ from ..paths import get_path
 from ..policy import ProgressRule
 
 MAX_ITEMS_PER_OBSERVATION = 1000
+NO_EVIDENCE = Evidence()  # shared: most tools declare no progress rule
 
 
 def extract(rule: Optional[ProgressRule], arguments: Any, result: Any) -> Evidence:
     """Evidence from parsed arguments and result. Missing fields stay None."""
     if rule is None:
-        return Evidence()
+        return NO_EVIDENCE
     state = _state(rule, result)
     return Evidence(
         version=_number(get_path(result, rule.version_field)) if rule.version_field else None,

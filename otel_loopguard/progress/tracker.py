@@ -21,8 +21,8 @@ MAX_SEEN_ITEMS = 16384
 MAX_TRACKED_ACTIONS = 1024
 
 
-@dataclass(frozen=True)
-class Judgement:
+@dataclass(slots=True)
+class Judgement:  # treated as immutable; not frozen only because that is slower to build
     progressed: bool  # declared rule fired, or (no rule) the result is new
     novel_result: bool  # the result digest was not seen before in this run
     new_items: int  # previously unseen item ids (declared items rule only)
@@ -47,11 +47,11 @@ class ProgressTracker:
         rule = self._policy.rule(call.tool).progress
         ev = call.evidence
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i)))
+        if rule is None or not rule.declared:
+            return Judgement(novel, novel, new_items, ev.terminal)
         best = self._best.get(call.action)
         self._best.put(call.action, _best_so_far(best, ev))
-        if rule is None or not rule.declared:
-            progressed = novel
-        elif best is None:
+        if best is None:
             # A first observation: with an items rule only unseen items count.
             progressed = new_items > 0 if rule.items_field else True
         else:

@@ -24,6 +24,19 @@ RECENT_CALLS = 1024
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
 
+class _Held:
+    """What a held call keeps besides its ToolCall: the guard facts the score needs."""
+
+    __slots__ = ("dispatched", "guard")
+
+    def __init__(self, dispatched: bool, guard: Optional[str]):
+        self.dispatched = dispatched
+        self.guard = guard
+
+
+_ORDINARY = _Held(True, None)  # shared by every call that no guard touched
+
+
 class RunBuffer:
     def __init__(self, run_id: str, fp: Fingerprinter, now: float):
         self.run_id = run_id
@@ -32,8 +45,8 @@ class RunBuffer:
         self.trail = GuardTrail()
         self.facts = RunFacts()
         self.next_seq = 1
-        self.pending: dict[int, tuple[ToolCall, RawCall]] = {}
-        self.untagged: list[tuple[ToolCall, RawCall]] = []
+        self.pending: dict[int, tuple[ToolCall, _Held]] = {}
+        self.untagged: list[tuple[ToolCall, _Held]] = []
         self.untagged_models: list[ModelCall] = []
         self.recent = BoundedMap[int, ToolCall](RECENT_CALLS)
         self.findings: list[Finding] = []
@@ -64,10 +77,10 @@ class RunBuffer:
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
         call = fingerprint_call(raw, self._fp)
-        raw = replace(raw, arguments=None, result=None)  # payloads are not kept
         out = self._key_check(raw)
-        if raw.seq < 1:
-            self.untagged.append((call, raw))
+        held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+        if raw.seq < 1:  # payloads are not kept: only the ToolCall and its guard facts
+            self.untagged.append((call, held))
             return out
         if not self._tagged:
             self._tagged = True
@@ -76,7 +89,7 @@ class RunBuffer:
             self.untagged_models = []
         if raw.seq < self.next_seq or raw.seq in self.pending:
             return out + [self._conflict(raw)]
-        self.pending[raw.seq] = (call, raw)
+        self.pending[raw.seq] = (call, held)
         out += self._drain()
         self.gap_since = (self.gap_since or now) if self.pending else None
         return out
@@ -84,7 +97,7 @@ class RunBuffer:
     def add_model(self, model: ModelCall, now: float) -> list[Finding]:
         self.last_activity = now
         self._models_seen += 1
-        numbered = replace(model, turn=self._models_seen)
+        numbered = ModelCall(self._models_seen, model.input_tokens, model.output_tokens, model.model, model.end_ns)
         if not self._tagged:
             self.untagged_models.append(numbered)  # turns are derived at completion
             return []
@@ -112,7 +125,7 @@ class RunBuffer:
         self.first_call = self.first_call or call
         self.last_call = call
 
-    def _judge(self, call: ToolCall, raw: RawCall) -> list[Finding]:
+    def _judge(self, call: ToolCall, raw: "_Held") -> list[Finding]:
         self._remember(call)
         if call.start_ns:
             if call.start_ns + SKEW_TOLERANCE_NS < self._last_start:
@@ -145,14 +158,16 @@ class RunBuffer:
         return out
 
     def _judge_untagged(self) -> list[Finding]:
-        raws = order_calls([raw for _, raw in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
-        by_span = {raw.span_id: call for call, raw in self.untagged}
-        calls = [replace(by_span[r.span_id], seq=r.seq, turn=r.turn) for r in raws]
+        held = {call.span_id: h for call, h in self.untagged}
+        calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
         self.untagged = []
-        for call, raw in zip(calls, raws):
+        executed = []
+        for call in calls:
+            h = held[call.span_id]
             self._remember(call)
-            self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
-        executed = [c for c, r in zip(calls, raws) if r.dispatched]
+            self.trail.note(call.seq, call.tool, h.dispatched, h.guard, self._fp.policy)
+            if h.dispatched:
+                executed.append(call)
         return self._keep(feed_in_order(self.run, self.untagged_models, executed))
 
     def score(self) -> tuple[str, dict[str, object]]:

@@ -1,0 +1,299 @@
+#!/usr/bin/env python
+"""Benchmark of the receiver: throughput, finding latency, memory per held call.
+
+    .venv/bin/python bench/bench_receiver.py          # table
+    .venv/bin/python bench/bench_receiver.py --json
+
+1. Pipeline throughput (spans/s, one process, no transport): decode -> dedupe ->
+   assemble -> detect -> finding spans, on a realistic agent-trace mix (tool,
+   model, chain and HTTP spans with typical attribute counts), side by side with
+   a naive passthrough measured in the same process: parse -> read every
+   attribute -> re-serialise. Untagged spans (apps without the processor) and
+   processor-tagged spans (digests present) are measured separately.
+2. End-to-end: requests sent over gRPC by a separate process to the real
+   receiver (inline mode, a real gRPC sink downstream); spans/s and the latency
+   from sending the request that completes a loop's evidence to the finding span
+   reaching the sink (p50/p99 over many loops).
+3. Memory per held (untagged) call: tracemalloc of a run holding 10k calls.
+
+Timings are reported with their baseline; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import multiprocessing
+import os
+import platform
+import sys
+import threading
+import time
+import tracemalloc
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+try:
+    import otel_loopguard  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.otlp.values import attributes
+from otel_loopguard.policy import Policy
+from otel_loopguard.receiver.assembly import RunAssembler
+from otel_loopguard.receiver.config import ReceiverConfig
+from otel_loopguard.receiver.decode import decode
+from otel_loopguard.receiver.dedupe import SpanDeduper
+from otel_loopguard.receiver.metrics import Metrics
+
+KEY = b"bench-key-0123456789abcdef"
+SPANS_PER_REQUEST = 512
+
+
+# -- a realistic mix -------------------------------------------------------------------
+def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def _span(trace: bytes, sid: int, parent: int, name: str, t: int, attrs: dict[str, Any]) -> Span:
+    return Span(
+        trace_id=trace,
+        span_id=sid.to_bytes(8, "big"),
+        parent_span_id=parent.to_bytes(8, "big") if parent else b"",
+        name=name,
+        kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=t,
+        end_time_unix_nano=t + 1_000_000,
+        attributes=[_kv(k, v) for k, v in attrs.items()],
+    )
+
+
+def agent_trace(n: int, turns: int, tagged: bool, looping: bool) -> list[Span]:
+    """One run: a root, and per turn a chat span, an HTTP span, a tool span, a chain span."""
+    trace = (n + 1).to_bytes(16, "big")
+    base, sid = 1_700_000_000_000_000_000 + n * 10**12, n * 1000 + 1
+    root = sid
+    spans = [_span(trace, root, 0, "invoke_agent support", base, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"})]
+    for turn in range(1, turns + 1):
+        t = base + turn * 10_000_000
+        chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x", "gen_ai.response.model": "gpt-x",
+                "gen_ai.usage.input_tokens": 1200 + turn, "gen_ai.usage.output_tokens": 40, "gen_ai.system": "openai",
+                "gen_ai.response.id": f"resp-{n}-{turn}", "gen_ai.response.finish_reasons": "tool_calls",
+                "server.address": "api.example", "server.port": 443, "gen_ai.request.temperature": 0, "gen_ai.request.max_tokens": 512}
+        spans.append(_span(trace, sid + 4 * turn - 3, root, "chat gpt-x", t, chat))
+        http = {"http.request.method": "POST", "url.full": "https://api.example/v1/chat", "http.response.status_code": 200,
+                "server.address": "api.example", "server.port": 443, "network.protocol.version": "1.1",
+                "user_agent.original": "python-httpx/0.27", "http.request.body.size": 4096, "http.response.body.size": 900,
+                "url.scheme": "https"}
+        spans.append(_span(trace, sid + 4 * turn - 2, sid + 4 * turn - 3, "POST", t + 1000, http))
+        q = "A12" if looping else f"order-{turn}"
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                "gen_ai.tool.call.id": f"call_{n}_{turn}", "gen_ai.tool.type": "function",
+                "gen_ai.tool.call.arguments": json.dumps({"order_id": q, "include_items": True}),
+                "gen_ai.tool.call.result": json.dumps({"status": "delivered", "version": 7 if looping else turn}),
+                "code.function": "lookup_order", "thread.id": 1}
+        if tagged:
+            tool.update({"loopguard.seq": turn, "loopguard.turn": turn, "loopguard.run.id": trace.hex(),
+                         "loopguard.args.digest": f"{hash(q) & (2**128 - 1):032x}",
+                         "loopguard.result.digest": f"{hash((q, looping or turn)) & (2**128 - 1):032x}",
+                         "loopguard.key.id": "bench", "loopguard.tool.name": "lookup_order",
+                         "loopguard.outcome": "ok", "loopguard.mode": "observe"})
+        spans.append(_span(trace, sid + 4 * turn - 1, root, "execute_tool lookup_order", t + 2_000_000, tool))
+        chain = {"langchain.chain.type": "RunnableSequence", "app.step": turn, "app.tenant": "acme",
+                 "app.session": f"s-{n}", "app.flow": "support", "app.version": "1.4.2"}
+        spans.append(_span(trace, sid + 4 * turn, root, "chain step", t + 3_000_000, chain))
+    return spans
+
+
+def requests_for(runs: int, tagged: bool, turns: int = 8) -> list[bytes]:
+    spans = [s for n in range(runs) for s in agent_trace(n, turns, tagged, looping=n % 5 == 0)]
+    out = []
+    for i in range(0, len(spans), SPANS_PER_REQUEST):
+        ss = ScopeSpans(spans=spans[i : i + SPANS_PER_REQUEST])
+        out.append(ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ss])]).SerializeToString())
+    return out
+
+
+# -- 1. pipeline throughput ------------------------------------------------------------
+def naive(payloads: list[bytes]) -> None:
+    for data in payloads:
+        req = ExportTraceServiceRequest.FromString(data)
+        for rs in req.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    attributes(span.attributes)
+        req.SerializeToString()
+
+
+def pipeline(payloads: list[bytes]) -> int:
+    metrics = Metrics()
+    config = ReceiverConfig(forward="127.0.0.1:1")
+    assembler = RunAssembler(Fingerprinter(load_key(key=KEY), Policy()), config, metrics)
+    deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
+    finding_spans = 0
+    for data in payloads:
+        decoded = decode(data)
+        fresh = [d for d in decoded.spans if deduper.check(d.key, d.content) == "new"]
+        for d in fresh:
+            deduper.remember(d.key, d.content)
+        finding_spans += len(assembler.accept(fresh))
+    return finding_spans + len(assembler.flush())
+
+
+def best_rate(fn: Any, payloads: list[bytes], spans: int, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn(payloads)
+        best = min(best, time.perf_counter() - t0)
+    return spans / best
+
+
+def throughput(runs: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for tagged in (False, True):
+        payloads = requests_for(runs, tagged)
+        spans = sum(len(ExportTraceServiceRequest.FromString(p).resource_spans[0].scope_spans[0].spans) for p in payloads)
+        ours = best_rate(pipeline, payloads, spans)
+        base = best_rate(naive, payloads, spans)
+        label = "tagged" if tagged else "untagged"
+        out[label] = {"spans": spans, "pipeline_spans_per_s": round(ours), "naive_spans_per_s": round(base),
+                      "ratio_vs_naive": round(ours / base, 2)}
+    return out
+
+
+# -- 2. end to end over gRPC -----------------------------------------------------------
+class _Sink(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self) -> None:
+        self.finding_times: dict[bytes, float] = {}
+        self.spans = 0
+
+    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802
+        now = time.monotonic()
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    self.spans += 1
+                    if span.name == "loopguard.finding" and span.trace_id not in self.finding_times:
+                        self.finding_times[span.trace_id] = now
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+def _sender(port: int, payloads: list[bytes], queue: Any) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 * 2**20)])
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+    sent: list[float] = []
+    t0 = time.monotonic()
+    for data in payloads:
+        sent.append(time.monotonic())
+        export(data, timeout=30)
+    queue.put((t0, time.monotonic(), sent))
+
+
+def end_to_end(runs: int) -> dict[str, Any]:
+    from otel_loopguard.receiver.server import start
+
+    sink = _Sink()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(sink, server)
+    sink_port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    os.environ.setdefault("OTEL_LOOPGUARD_KEY", KEY.decode())
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    config = ReceiverConfig(listen="127.0.0.1:0", forward=f"127.0.0.1:{sink_port}")
+    running = asyncio.run_coroutine_threadsafe(start(config), loop).result(30)
+    # One request per run, so "the request completing the evidence" is well defined.
+    payloads = []
+    for n in range(runs):
+        ss = ScopeSpans(spans=agent_trace(n, 8, tagged=True, looping=n % 5 == 0))
+        payloads.append(ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ss])]).SerializeToString())
+    spans = sum(8 * 4 + 1 for _ in range(runs))
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_sender, args=(running.port, payloads, queue))
+    proc.start()
+    t0, t1, sent = queue.get(timeout=600)
+    proc.join(30)
+    time.sleep(0.5)
+    # Clocks: both processes use time.monotonic() (CLOCK_MONOTONIC, shared on Linux).
+    latencies = sorted(
+        sink.finding_times[(n + 1).to_bytes(16, "big")] - sent[n]
+        for n in range(runs)
+        if n % 5 == 0 and (n + 1).to_bytes(16, "big") in sink.finding_times
+    )
+    asyncio.run_coroutine_threadsafe(running.stop(grace=2), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    server.stop(0)
+
+    def pct(p: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 2) if latencies else float("nan")
+
+    return {"spans": spans, "spans_per_s": round(spans / (t1 - t0)), "loops": runs // 5,
+            "findings_seen": len(latencies), "latency_ms_p50": pct(0.50), "latency_ms_p99": pct(0.99)}
+
+
+# -- 3. memory per held call -----------------------------------------------------------
+def memory_per_held_call(calls: int = 10_000) -> dict[str, Any]:
+    spans = agent_trace(0, calls, tagged=False, looping=False)
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]).SerializeToString()
+    decoded = decode(request).spans
+    config = ReceiverConfig(forward="127.0.0.1:1")
+    assembler = RunAssembler(Fingerprinter(load_key(key=KEY), Policy()), config, Metrics())
+    tools = [d for d in decoded if d.call is not None]
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    assembler.accept(tools)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    held = assembler.buffered_calls
+    return {"held_calls": held, "bytes_per_held_call": round(grown / held)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--runs", type=int, default=300)
+    args = parser.parse_args()
+    result = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "throughput": throughput(args.runs),
+        "end_to_end": end_to_end(args.runs),
+        "memory": memory_per_held_call(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"python {result['python']}, {result['cpus']} cpus")
+    for label, r in result["throughput"].items():
+        print(f"pipeline ({label:8}): {r['pipeline_spans_per_s']:>9,} spans/s   naive passthrough {r['naive_spans_per_s']:>9,} spans/s   "
+              f"ratio {r['ratio_vs_naive']}x   ({r['spans']} spans)")
+    e = result["end_to_end"]
+    print(f"end to end over gRPC: {e['spans_per_s']:,} spans/s; finding latency p50 {e['latency_ms_p50']} ms, "
+          f"p99 {e['latency_ms_p99']} ms ({e['findings_seen']}/{e['loops']} loops)")
+    m = result["memory"]
+    print(f"memory: {m['bytes_per_held_call']} bytes per held untagged call ({m['held_calls']} held)")
+
+
+if __name__ == "__main__":
+    main()
