@@ -53,20 +53,29 @@ class RunAssembler:
         now = self._clock()
         out: list[Span] = []
         for d in spans:
-            self._touch(d, now)
-            if d.run_id is None:
-                continue
-            buffer = self._run(d.run_id, d.trace_id, now)
-            if buffer is None:
-                self._metrics.inc("late_spans_total")
-                continue
-            if d.call is not None:
-                self._watch_parent(d, buffer)
-                out += self._emit(buffer, buffer.add_call(d.call, now))
-            elif d.model is not None:
-                out += self._emit(buffer, buffer.add_model(d.model, now))
-            if d.facts:
-                buffer.note_facts(d.facts)
+            try:
+                out += self._accept_one(d, now)
+            except Exception:  # one bad span must not cost the others their judgement
+                self._metrics.inc("internal_errors_total")
+                _log.exception("could not judge span %s of trace %s", d.span_id.hex(), d.trace_id.hex())
+        return out
+
+    def _accept_one(self, d: Decoded, now: float) -> list[Span]:
+        out: list[Span] = []
+        self._touch(d, now)
+        if d.run_id is None:
+            return out
+        buffer = self._run(d.run_id, d.trace_id, now)
+        if buffer is None:
+            self._metrics.inc("late_spans_total")
+            return out
+        if d.call is not None:
+            self._watch_parent(d, buffer)
+            out += self._emit(buffer, buffer.add_call(d.call, now))
+        elif d.model is not None:
+            out += self._emit(buffer, buffer.add_model(d.model, now))
+        if d.facts:
+            buffer.note_facts(d.facts)
         return out
 
     def duplicate(self, d: Decoded) -> list[Span]:
@@ -75,6 +84,13 @@ class RunAssembler:
         if buffer is None or d.call is None:
             return []
         return self._emit(buffer, [buffer.telemetry_duplicate(d.span_id.hex(), max(d.call.seq, 0))])
+
+    def conflict(self, d: Decoded) -> list[Span]:
+        """A different tool span under an id already seen: the first one stays."""
+        buffer = self.runs.get(d.run_id or "")
+        if buffer is None or d.call is None:
+            return []
+        return self._emit(buffer, [buffer.span_conflict(d.span_id.hex(), max(d.call.seq, 0))])
 
     def tick(self) -> list[Span]:
         now = self._clock()
@@ -107,8 +123,16 @@ class RunAssembler:
         self._trace_runs.setdefault(trace_id, set()).add(run_id)
         root = self._roots.get(trace_id)
         if root is not None:
-            buffer.root_id, buffer.root_ended_at = root
+            self._root_seen(buffer, trace_id, root[0], root[1])
         return buffer
+
+    @staticmethod
+    def _root_seen(buffer: RunBuffer, trace_id: bytes, root_id: str, now: float) -> None:
+        """A root span ended. It ends the run only when the run is that one trace; a run
+        keyed by a conversation id may go on in other traces, so it waits for idleness."""
+        buffer.root_id = buffer.root_id or root_id
+        if buffer.run_id == trace_id.hex():
+            buffer.root_ended_at = now
 
     def _touch(self, d: Decoded, now: float) -> None:
         run_ids = self._trace_runs.get(d.trace_id, ())
@@ -117,7 +141,7 @@ class RunAssembler:
             if buffer is not None:
                 buffer.last_activity = now
                 if not d.parent:
-                    buffer.root_id, buffer.root_ended_at = d.span_id.hex(), now
+                    self._root_seen(buffer, d.trace_id, d.span_id.hex(), now)
         if not d.parent:
             self._roots.put(d.trace_id, (d.span_id.hex(), now))
         self._check_parent(d)
@@ -145,7 +169,12 @@ class RunAssembler:
 
     def _complete(self, run_id: str) -> list[Span]:
         buffer = self.runs.pop(run_id)
-        out = self._emit(buffer, buffer.complete())
+        try:
+            out = self._emit(buffer, buffer.complete())
+        except Exception:  # never lose the other runs (or this one's summary) to one bug
+            self._metrics.inc("internal_errors_total")
+            _log.exception("could not complete run %s", run_id)
+            buffer.integrity_error, out = True, []
         for trace in buffer.traces:
             trace_runs = self._trace_runs.get(trace)
             if trace_runs is not None:

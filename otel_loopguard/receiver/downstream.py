@@ -26,13 +26,21 @@ RETRYABLE = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
         grpc.StatusCode.ABORTED,
         grpc.StatusCode.CANCELLED,
         grpc.StatusCode.OUT_OF_RANGE,
         grpc.StatusCode.DATA_LOSS,
     }
 )
+
+
+def retryable(err: grpc.aio.AioRpcError) -> bool:
+    """OTLP's rule: RESOURCE_EXHAUSTED is retryable only when the server sent RetryInfo
+    (a message over the size limit never will be accepted)."""
+    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        trailers = err.trailing_metadata() or ()
+        return any(key == "google.rpc.retryinfo-bin" for key, _ in trailers)
+    return err.code() in RETRYABLE
 SENT, RETRY_LATER, REJECTED = "sent", "retry_later", "rejected"
 
 
@@ -63,7 +71,7 @@ class Downstream:
                 return SENT
             except grpc.aio.AioRpcError as err:
                 self._metrics.inc("export_failures_total")
-                if err.code() not in RETRYABLE:
+                if not retryable(err):
                     _log.error("downstream %s rejected data: %s %s", self.target, err.code().name, err.details())
                     return REJECTED
                 if loop.time() + delay >= deadline:

@@ -28,6 +28,7 @@ HELP = {
     "late_spans_total": "Spans of runs that had already completed (forwarded, not judged).",
     "clock_skew_total": "Tool calls outside their parent span's time range.",
     "runs_completed_total": "Runs judged complete.",
+    "internal_errors_total": "Spans or runs that could not be judged because of an internal error (logged).",
     "runs_open": "Runs currently open.",
     "buffered_calls": "Tool calls held waiting for order or completion.",
     "finding_queue": "Finding spans waiting to be exported.",

@@ -52,6 +52,8 @@ class RunBuffer:
         self.findings: list[Finding] = []
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
+        self.skipped: set[int] = set()  # sequence numbers given up on after gap_wait
+        self.late_calls = 0
         self.incomplete = False
         self.integrity_error = False
         self.clock_skew = False
@@ -87,6 +89,9 @@ class RunBuffer:
             for model in self.untagged_models:  # decisions seen before the first call
                 out += self._keep(self.run.observe_model(model))
             self.untagged_models = []
+        if raw.seq in self.skipped:
+            self.late_calls += 1  # it missed its gap's wait: reported incomplete already
+            return out
         if raw.seq < self.next_seq or raw.seq in self.pending:
             return out + [self._conflict(raw)]
         self.pending[raw.seq] = (call, held)
@@ -142,6 +147,7 @@ class RunBuffer:
             return []
         resume = min(self.pending)
         missing = list(range(self.next_seq, resume))
+        self.skipped.update(missing[:10_000])
         self.next_seq = resume
         self.gap_since = now if self.pending else None
         out = [self._incomplete(missing)] + self._drain()
@@ -153,9 +159,21 @@ class RunBuffer:
         out: list[Finding] = []
         while self.pending:
             out += self.expire_gap(float("inf"), 0.0)
-        if self.untagged:
+        if self.untagged and self._tagged:
+            out.append(self._mixed())
+        elif self.untagged:
             out += self._judge_untagged()
         return out
+
+    def _mixed(self) -> Finding:
+        """Calls without a sequence in a run whose calls have one cannot be placed in it."""
+        self.integrity_error = True
+        count, self.untagged = len(self.untagged), []
+        reason = (
+            f"{count} tool calls carry no loopguard.seq in a run whose other calls do "
+            "(a service without the processor?): they cannot be ordered, so the run is not scored"
+        )
+        return self._keep([self._about("integrity_conflict", WARN, 0, reason)])[0]
 
     def _judge_untagged(self) -> list[Finding]:
         held = {call.span_id: h for call, h in self.untagged}
@@ -200,6 +218,10 @@ class RunBuffer:
         reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
         f = Finding("incomplete_trace", WARN, missing[0], missing[-1], len(missing), (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def span_conflict(self, span_id: str, seq: int) -> Finding:
+        reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"
+        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id)])[0]
 
     def telemetry_duplicate(self, span_id: str, seq: int) -> Finding:
         reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"

@@ -69,16 +69,19 @@ class TraceReceiver:
                 await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
             decoded = await self._decode(data, context)
             fresh, dropped = self._classify(decoded.spans)
-            self._metrics.inc("spans_received_total", len(decoded.spans))
-            self._metrics.inc("spans_rejected_total", len(decoded.rejected))
             if self._downstream is not None:
                 await self._forward(data, fresh, dropped or bool(decoded.rejected), context)
+            # Counted once accepted: a refused request is counted when its retry lands.
+            self._metrics.inc("spans_received_total", len(decoded.spans))
+            self._metrics.inc("spans_rejected_total", len(decoded.rejected))
+            for _, verdict in dropped:
+                self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
             for d in fresh:
                 self._deduper.remember(d.key, d.content)
             self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
             spans = self._assembler.accept(fresh)
             for d, verdict in dropped:
-                spans += self._assembler.duplicate(d) if verdict == DUPLICATE else []
+                spans += self._assembler.duplicate(d) if verdict == DUPLICATE else self._assembler.conflict(d)
             self._findings.put(spans)
             self._metrics.set_gauge("buffered_calls", self._assembler.buffered_calls)
         return _response(decoded.rejected)
@@ -107,7 +110,6 @@ class TraceReceiver:
                 fresh.append(d)
             else:
                 dropped.append((d, verdict))
-                self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
         return fresh, dropped
 
     async def _forward(
@@ -120,7 +122,13 @@ class TraceReceiver:
         if not fresh:
             return
         # The original bytes when nothing was dropped: no re-encoding on the common path.
-        payload = _keep_only(ExportTraceServiceRequest.FromString(data), fresh).SerializeToString() if filtered else data
+        payload = data
+        if filtered:
+            try:
+                payload = _keep_only(ExportTraceServiceRequest.FromString(data), fresh).SerializeToString()
+            except DecodeError as exc:  # e.g. a string field that is not UTF-8
+                self._metrics.inc("invalid_requests_total")
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a valid OTLP ExportTraceServiceRequest: {exc}")
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
         if result == SENT:

@@ -42,3 +42,29 @@ def run_agent(tp: TracerProvider, calls: list[tuple[str, dict[str, Any], Any]], 
 
 
 LOOP = [("lookup_order", {"order_id": "A12"}, {"status": "delivered", "version": 7})] * 6
+
+
+def record_spans(calls: list[tuple[str, dict[str, Any], Any]], *, fail: frozenset[int] = frozenset()) -> tuple[str, list[Any]]:
+    """Run the scripted agent once with the real SDK; keep the finished spans in memory.
+
+    Returns (trace id hex, spans in the order the SDK finished them).
+    """
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider(resource=Resource.create({"service.name": "scripted-agent"}))
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    trace_id = run_agent(tp, calls, fail=fail)
+    tp.shutdown()
+    return trace_id, list(exporter.get_finished_spans())
+
+
+def encode(spans: Any) -> Any:
+    """SDK spans -> ExportTraceServiceRequest, exactly as the real OTLP exporter encodes them."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    return encode_spans(list(spans))
+
+
+# A healthy agent: every call asks something new and learns something new.
+HEALTHY = [("lookup_order", {"order_id": f"A{i}"}, {"status": "delivered", "order_id": f"A{i}", "version": i}) for i in range(1, 7)]

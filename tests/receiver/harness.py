@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from concurrent import futures
@@ -19,11 +20,12 @@ from otel_loopguard.receiver.server import Running, start
 class Sink(trace_service_pb2_grpc.TraceServiceServicer):
     """A downstream OTLP endpoint that records every request; can be switched off."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_receive_bytes: Optional[int] = None) -> None:
         self.requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
         self.down = False
         self._lock = threading.Lock()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        options = [("grpc.max_receive_message_length", max_receive_bytes)] if max_receive_bytes else None
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(self, self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
@@ -66,9 +68,11 @@ class ReceiverThread:
         return self.call(wrapper())
 
     def stop(self) -> None:
-        self.call(self.running.stop(grace=5.0))
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
+        try:
+            self.call(self.running.stop(grace=5.0))
+        finally:  # even when stopping failed, do not leave the loop thread behind
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
 
 
 def make_config(forward_port: int, **overrides: Any) -> ReceiverConfig:
@@ -103,3 +107,131 @@ def attr(span: Any, key: str) -> Optional[Any]:
                 return [x.string_value for x in v.array_value.values]
             return getattr(v, kind) if kind else None
     return None
+
+
+# -- helpers for hand-made requests (added for the receiver integration tests) --------------
+
+FINDING = "loopguard.finding"
+RUN = "loopguard.run"
+
+
+def export_stub(port: int, **options: Any) -> tuple[grpc.Channel, trace_service_pb2_grpc.TraceServiceStub]:
+    """A plain gRPC client of the receiver: send hand-made ExportTraceServiceRequests."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=list(options.items()))
+    return channel, trace_service_pb2_grpc.TraceServiceStub(channel)
+
+
+def app_spans(sink: Sink) -> list[Any]:
+    """Spans the app sent (everything that is not a finding or a run summary)."""
+    return [s for s in sink.spans() if not s.name.startswith("loopguard.")]
+
+
+def finding_key(span: Any) -> tuple[Any, ...]:
+    """What makes two findings the same: kind, severity, seq range, count, offending spans."""
+    return (
+        attr(span, "loopguard.finding.kind"),
+        attr(span, "loopguard.finding.severity"),
+        attr(span, "loopguard.finding.first_seq"),
+        attr(span, "loopguard.finding.last_seq"),
+        attr(span, "loopguard.finding.count"),
+        tuple(attr(span, "loopguard.finding.span_ids") or ()),
+    )
+
+
+def findings_of(sink: Sink, *, kind: Optional[str] = None, exclude: tuple[str, ...] = ()) -> list[Any]:
+    spans = sink.named(FINDING)
+    return [
+        s for s in spans
+        if (kind is None or attr(s, "loopguard.finding.kind") == kind)
+        and attr(s, "loopguard.finding.kind") not in exclude
+    ]
+
+
+def kv(key: str, value: Any) -> Any:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def make_span(trace_id: bytes, span_id: bytes, name: str, *, parent: bytes = b"", start: int = 0,
+              end: int = 0, attributes: Optional[dict[str, Any]] = None) -> Any:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    span = Span(trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=name,
+                kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start, end_time_unix_nano=end)
+    span.attributes.extend(kv(k, v) for k, v in (attributes or {}).items())
+    return span
+
+
+def request_of(spans: list[Any], service: str = "hand-made-agent") -> Any:
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+    resource = Resource(attributes=[kv("service.name", service)])
+    return trace_service_pb2.ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(resource=resource, scope_spans=[ScopeSpans(spans=list(spans))])]
+    )
+
+
+class TaggedRun:
+    """Tool spans as the in-process processor tags them (CONTRACT section 1), built by hand.
+
+    Every call of the run is the same action with the same result (a loop) unless told
+    otherwise; each call is its own decision (turn == seq). The root span is NOT sent
+    unless `root()` is used, so the run stays open.
+    """
+
+    ARGS = "a" * 32
+    RESULT = "b" * 32
+
+    def __init__(self, run_id: Optional[str] = None, *, convention: str = "gen_ai", tool: str = "lookup_order",
+                 key_id: str = "kid-test-1", seed: int = 1):
+        import random
+
+        rnd = random.Random(seed)
+        self.trace_id = rnd.randbytes(16)
+        self.root_id = rnd.randbytes(8)
+        # Like the processor's default: the run is its trace (a root span completes it).
+        self.run_id = run_id or self.trace_id.hex()
+        self.convention = convention
+        self.tool = tool
+        self.key_id = key_id
+        self.seed = seed
+        self.t0 = time.time_ns() - 60_000_000_000
+        self.span_ids: dict[int, bytes] = {}
+
+    def call(self, seq: int, *, span_id: Optional[bytes] = None, args: Optional[str] = None,
+             result: Optional[str] = None) -> Any:
+        sid = span_id or self.span_ids.get(seq) or hashlib.sha256(f"{self.seed}:{seq}".encode()).digest()[:8]
+        self.span_ids.setdefault(seq, sid)
+        attrs: dict[str, Any] = {}
+        if self.convention == "gen_ai":
+            attrs.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.tool,
+                          "gen_ai.tool.call.id": f"call_{seq}"})
+        else:
+            attrs["loopguard.tool.name"] = self.tool
+        attrs.update({
+            "loopguard.tool.name": self.tool,
+            "loopguard.seq": seq,
+            "loopguard.turn": seq,
+            "loopguard.args.digest": args or self.ARGS,
+            "loopguard.result.digest": result or self.RESULT,
+            "loopguard.key.id": self.key_id,
+            "loopguard.run.id": self.run_id,
+            "loopguard.outcome": "ok",
+            "loopguard.mode": "observe",
+        })
+        start = self.t0 + seq * 1_000_000_000
+        return make_span(self.trace_id, sid, f"execute_tool {self.tool}", parent=self.root_id,
+                         start=start, end=start + 100_000_000, attributes=attrs)
+
+    def root(self) -> Any:
+        return make_span(self.trace_id, self.root_id, "invoke_agent support", start=self.t0,
+                         end=self.t0 + 100 * 1_000_000_000)
+
+    def hex(self, seq: int) -> str:
+        return self.span_ids[seq].hex()
