@@ -12,6 +12,8 @@ asserts on time; see docs/performance.md for how to read the figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import gc
 import hashlib
 import itertools
@@ -31,19 +33,22 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# fingerprint first: importing otel_loopguard.detect (or .progress) before it
-# currently fails on a circular import (progress -> fingerprint -> progress).
-from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key  # isort: skip
-from otel_loopguard.calls import RawCall, ToolCall
+from otel_loopguard.calls import Evidence, RawCall, ToolCall
 from otel_loopguard.detect.run import Run
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
 from otel_loopguard.policy import Policy, policy_from_mapping
 
 SIZES = (1_000, 10_000, 100_000)
 # More repeats for small runs: their totals are short and noisier.
-REPEATS = {1_000: 40, 10_000: 8, 100_000: 3}
-MEMORY_CHECKPOINTS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+REPEATS = {1_000: 21, 10_000: 6, 100_000: 3}  # 1k and 10k: a new slice each time
+ROUNDS = 3  # the repeats are spread over this many round-robin rounds
 FINGERPRINT_CALLS = 2_000
 FINGERPRINT_REPEATS = 5
+RUN_CHECKPOINTS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+# A synthetic stream where every call is new to every bounded structure.
+SATURATION_CHECKPOINTS = (5_000, 10_000, 20_000, 40_000, 60_000, 75_000, 90_000, 100_000)
+CROSS_CHECK_CALLS = 2_000
+SEGMENT = 10_000  # the 100k run is also timed per segment of this many calls
 
 # One tool of each kind the detectors treat specially; everything else uses defaults.
 POLICY_DATA: dict[str, Any] = {
@@ -155,7 +160,7 @@ def workload(n: int, seed: int = 20240601) -> Iterator[RawCall]:
             clock += rng.randint(50, 900) * 1_000_000
             yield RawCall(
                 seq=seq,
-                tool=tool,
+                tool=tool.encode().decode(),  # a new string per call, as decoding a span gives
                 arguments=json.dumps(args),
                 result=json.dumps(res),
                 ok=ok,
@@ -168,84 +173,178 @@ def workload(n: int, seed: int = 20240601) -> Iterator[RawCall]:
             seq += 1
 
 
-# --------------------------------------------------------------------------- timing
+# --------------------------------------------------------------------------- helpers
 
 
-def _best_ns(fn: Callable[[], None], repeats: int) -> int:
-    """Best wall time of `repeats` runs of fn, garbage collector off (as timeit does)."""
-    best = math.inf
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Collect once, then keep the cyclic collector off while timing (as timeit does)."""
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            fn()
-            t = time.perf_counter_ns() - t0
-            best = min(best, t)
+        yield
     finally:
         if enabled:
             gc.enable()
-    return int(best)
 
 
-def _detectors_loop(policy: Policy, calls: Sequence[ToolCall]) -> Callable[[], None]:
-    def loop() -> None:
-        observe = Run("bench", policy).observe
-        for call in calls:
-            observe(call)
-
-    return loop
+def timed_ns(fn: Callable[[], None]) -> int:
+    t0 = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - t0
 
 
-def _baseline_loop(calls: Sequence[ToolCall]) -> Callable[[], None]:
-    # The least any detector must do: keep the call and count its action.
-    def loop() -> None:
-        kept: list[ToolCall] = []
-        counts: dict[str, int] = {}
-        keep, get = kept.append, counts.get
-        for call in calls:
-            keep(call)
-            counts[call.action] = get(call.action, 0) + 1
+def fresh(value: Any) -> Any:
+    """A copy with new objects all the way down (strings and big ints included).
 
-    return loop
+    tracemalloc only counts blocks allocated while it traces. The timing passes
+    need ToolCalls built up front; the memory passes feed fresh copies of them,
+    allocated as fingerprint_call allocates them, so what a Run keeps alive is
+    counted (checked against fingerprint_call itself: the records cross-check).
+    """
+    t = type(value)
+    if t is str:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+    if t is int:
+        return value + 0  # a new object unless it is a cached small int
+    if t is float:
+        return value + 0.0
+    if t is tuple:
+        return tuple([fresh(x) for x in value])
+    if t is frozenset:
+        return frozenset([fresh(x) for x in value])  # never the cached empty one
+    if t not in _FIELDS and dataclasses.is_dataclass(t):
+        _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+        try:
+            _DEFAULTS[t] = t()
+        except TypeError:  # required fields: no default instance
+            pass
+    names = _FIELDS.get(t)
+    if names is None or value == _DEFAULTS.get(t, _NOTHING):
+        return value  # None, bool, shared default records (e.g. "no evidence")
+    return t(**{n: fresh(getattr(value, n)) for n in names})
 
 
-def bench_detectors(policy: Policy, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    rows = []
-    for n in SIZES:
-        part = calls[:n]
-        reps = REPEATS[n]
-        # Interleave detector and baseline repeats so drift hits both alike.
-        det = base = math.inf
-        for _ in range(reps):
-            det = min(det, _best_ns(_detectors_loop(policy, part), 1))
-            base = min(base, _best_ns(_baseline_loop(part), 1))
-        rows.append(
-            {
-                "calls": n,
-                "repeats": reps,
-                "detectors_ns_per_call": det / n,
-                "baseline_ns_per_call": base / n,
-                "x_baseline": det / base,
-            }
-        )
-    first, last = rows[0], rows[-1]
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFAULTS: dict[type, Any] = {}
+_NOTHING = object()
+
+
+def bounded_occupancy(run: Run) -> list[dict[str, Any]]:
+    """Every size-bounded container reachable from a run: where, size, limit."""
+    found: list[dict[str, Any]] = []
+    seen: set[int] = set()
+
+    def visit(obj: Any, where: str, depth: int) -> None:
+        if id(obj) in seen or depth > 4:
+            return
+        seen.add(id(obj))
+        limit = getattr(obj, "_limit", None)
+        items = getattr(obj, "_items", None)
+        if isinstance(limit, int) and isinstance(items, dict):
+            found.append({"where": where, "size": len(items), "limit": limit})
+            return
+        if isinstance(obj, (list, tuple)):
+            for x in obj:
+                visit(x, f"{where}.{type(x).__name__}", depth + 1)
+            return
+        if type(obj).__module__.startswith("otel_loopguard") and hasattr(obj, "__dict__"):
+            for name, x in vars(obj).items():
+                if name != "policy" and not name.startswith("_policy"):
+                    visit(x, f"{where}.{name}" if where else name, depth + 1)
+
+    visit(run, "", 0)
+    return found
+
+
+# --------------------------------------------------------------------------- 1. detectors
+
+
+def bench_detectors(policy: Policy, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """ns per observed call for runs of 1k / 10k / 100k calls of the mix.
+
+    Each repeat of a size takes a different slice of the precomputed calls, so
+    no size runs on records still warm in the CPU cache from the repeat before.
+    The 100k run is also timed per 10k segment: the last segment against the
+    first shows whether a call costs more once the run has a long history.
+    """
+
+    def detectors(part: Sequence[ToolCall], marks: list[int] | None = None) -> Callable[[], None]:
+        def loop() -> None:
+            observe = Run("bench", policy).observe
+            if marks is None:
+                for call in part:
+                    observe(call)
+                return
+            clock = time.perf_counter_ns
+            for i in range(0, len(part), SEGMENT):
+                for call in part[i : i + SEGMENT]:
+                    observe(call)
+                marks.append(clock())
+
+        return loop
+
+    def baseline(part: Sequence[ToolCall]) -> Callable[[], None]:
+        # The least any detector must do: keep the call and count its action.
+        def loop() -> None:
+            kept: list[ToolCall] = []
+            counts: dict[str, int] = {}
+            keep, get = kept.append, counts.get
+            for call in part:
+                keep(call)
+                counts[call.action] = get(call.action, 0) + 1
+
+        return loop
+
+    det = {n: math.inf for n in SIZES}
+    base = {n: math.inf for n in SIZES}
+    done = {n: 0 for n in SIZES}
+    segments = [math.inf] * (SIZES[-1] // SEGMENT)
+    with gc_paused():
+        # Round-robin over sizes, detectors and baseline interleaved: a burst of
+        # load from elsewhere on the machine hits every size and the baseline alike.
+        for _ in range(ROUNDS):
+            for n in SIZES:
+                for _ in range(REPEATS[n] // ROUNDS):
+                    k = done[n]
+                    done[n] += 1
+                    lo = k * n if (k + 1) * n <= len(calls) else 0
+                    part = calls[lo : lo + n]
+                    if n == SIZES[-1]:
+                        marks: list[int] = []
+                        loop = detectors(part, marks)
+                        t0 = time.perf_counter_ns()
+                        loop()
+                        det[n] = min(det[n], marks[-1] - t0)
+                        for i, (a, b) in enumerate(zip([t0, *marks], marks)):
+                            segments[i] = min(segments[i], b - a)
+                    else:
+                        det[n] = min(det[n], timed_ns(detectors(part)))
+                    base[n] = min(base[n], timed_ns(baseline(part)))
+    rows = [
+        {
+            "calls": n,
+            "repeats": done[n],
+            "detectors_ns_per_call": det[n] / n,
+            "baseline_ns_per_call": base[n] / n,
+            "x_baseline": det[n] / base[n],
+        }
+        for n in SIZES
+    ]
     for r in rows:
-        r["per_call_vs_1k"] = r["detectors_ns_per_call"] / first["detectors_ns_per_call"]
-        r["baseline_per_call_vs_1k"] = r["baseline_ns_per_call"] / first["baseline_ns_per_call"]
-    return rows
+        r["per_call_vs_1k"] = r["detectors_ns_per_call"] / rows[0]["detectors_ns_per_call"]
+        r["baseline_per_call_vs_1k"] = r["baseline_ns_per_call"] / rows[0]["baseline_ns_per_call"]
+    seg_ns = [t / SEGMENT for t in segments]
+    return {
+        "rows": rows,
+        "segment_calls": SEGMENT,
+        "segments_ns_per_call": seg_ns,
+        "last_vs_first_segment": seg_ns[-1] / seg_ns[0],
+    }
 
 
-def count_findings(policy: Policy, calls: Sequence[ToolCall]) -> dict[str, int]:
-    """Findings the workload produces (untimed): shows the detectors had work to do."""
-    run = Run("bench", policy)
-    kinds: dict[str, int] = {}
-    for call in calls:
-        for f in run.observe(call):
-            key = f"{f.kind}:{f.severity}"
-            kinds[key] = kinds.get(key, 0) + 1
-    return dict(sorted(kinds.items()))
+# --------------------------------------------------------------------------- 2. fingerprints
 
 
 def _fingerprint_inputs(n: int) -> list[RawCall]:
@@ -269,7 +368,7 @@ def bench_fingerprint(policy: Policy) -> dict[str, Any]:
     fp = fingerprinter(policy)
     parsed = _fingerprint_inputs(FINGERPRINT_CALLS)
     as_text = [
-        RawCall(seq=r.seq, tool=r.tool, arguments=json.dumps(r.arguments), result=json.dumps(r.result), turn=r.turn)
+        dataclasses.replace(r, arguments=json.dumps(r.arguments), result=json.dumps(r.result))
         for r in parsed
     ]
     args_list = [r.arguments for r in parsed]
@@ -285,24 +384,25 @@ def bench_fingerprint(policy: Policy) -> dict[str, Any]:
 
         return loop
 
-    base = fp_dict = fp_text = math.inf
-    for _ in range(FINGERPRINT_REPEATS):
-        base = min(base, _best_ns(baseline, 1))
-        fp_dict = min(fp_dict, _best_ns(digest(parsed), 1))
-        fp_text = min(fp_text, _best_ns(digest(as_text), 1))
+    base = fp_parsed = fp_text = math.inf
+    with gc_paused():
+        for _ in range(FINGERPRINT_REPEATS):
+            base = min(base, timed_ns(baseline))
+            fp_parsed = min(fp_parsed, timed_ns(digest(parsed)))
+            fp_text = min(fp_text, timed_ns(digest(as_text)))
     n = FINGERPRINT_CALLS
     return {
         "calls": n,
         "repeats": FINGERPRINT_REPEATS,
         "baseline_ns_per_call": base / n,
-        "parsed_ns_per_call": fp_dict / n,
-        "parsed_x_baseline": fp_dict / base,
+        "parsed_ns_per_call": fp_parsed / n,
+        "parsed_x_baseline": fp_parsed / base,
         "json_text_ns_per_call": fp_text / n,
         "json_text_x_baseline": fp_text / base,
     }
 
 
-# --------------------------------------------------------------------------- memory
+# --------------------------------------------------------------------------- 3. memory
 
 
 def _traced_now() -> int:
@@ -310,135 +410,250 @@ def _traced_now() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
-def bench_run_memory(policy: Policy) -> list[dict[str, Any]]:
-    """Retained bytes of one Run after n calls, fingerprinted as a shell would.
+def bench_memory(policy: Policy, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """Bytes per ToolCall record, then the retained size of one Run fed those records.
 
-    Calls are fingerprinted inside the traced region and dropped after
-    `observe`, so whatever stays allocated is what the Run keeps alive,
-    including the ToolCall records and digests its detectors hold on to.
+    Under tracemalloc, fresh copies of the 100k calls fill a list: its traced
+    size / 100k is the record size, and the traced size of each prefix is kept.
+    One Run then observes the records in order, each dropped from the list
+    once observed, so at n calls what is alive is the Run (with whatever
+    records it keeps) plus the records not yet observed, whose size is known:
+    Run(n) = traced - (records total - records prefix(n)).
     """
-    fp = fingerprinter(policy)
-    gen = workload(MEMORY_CHECKPOINTS[-1])
-    stream = itertools.chain([next(gen)], gen)  # generator started before tracing
-    checkpoints = set(MEMORY_CHECKPOINTS)
+    total = len(calls)
+    marks = set(RUN_CHECKPOINTS)
+    kept: list[Any] = [None] * total  # allocated before tracing: not counted
+    prefix: dict[int, int] = {}
+    kinds: dict[str, int] = {}
     points = []
     tracemalloc.start()
     try:
+        gc.disable()  # collected in _traced_now only
         start = _traced_now()
+        for i, call in enumerate(calls):
+            kept[i] = fresh(call)
+            if i + 1 in marks:
+                prefix[i + 1] = tracemalloc.get_traced_memory()[0] - start
+        del call
+        records = _traced_now() - start
         run = Run("bench-mem", policy)
-        for n, raw in enumerate(stream, start=1):
-            run.observe(fingerprint_call(raw, fp))
-            if n in checkpoints:
-                points.append({"calls": n, "retained_bytes": _traced_now() - start})
-        peak = tracemalloc.get_traced_memory()[1] - start
+        for i in range(total):
+            call, kept[i] = kept[i], None
+            for f in run.observe(call):
+                kinds[f"{f.kind}:{f.severity}"] = kinds.get(f"{f.kind}:{f.severity}", 0) + 1
+            del call
+            n = i + 1
+            if n in marks:
+                unobserved = records - prefix[n]
+                points.append({"calls": n, "retained_bytes": _traced_now() - start - unobserved})
     finally:
+        gc.enable()
         tracemalloc.stop()
-    del run
     for p in points:
         p["bytes_per_call"] = p["retained_bytes"] / p["calls"]
-    points[-1]["peak_bytes"] = peak
-    return points
+    return {
+        "records": {"records": total, "bytes": records, "bytes_per_record": records / total},
+        "run": {"points": points, "bounded": bounded_occupancy(run), "findings": dict(sorted(kinds.items()))},
+    }
 
 
-def bench_record_memory(policy: Policy, n: int) -> dict[str, Any]:
-    """Bytes per ToolCall: a list of n fingerprinted calls (all alive), divided by n."""
+def records_cross_check(policy: Policy, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """Bytes per record built by fingerprint_call itself vs by `fresh` (first calls of the mix)."""
     fp = fingerprinter(policy)
-    gen = workload(n)
-    stream = itertools.chain([next(gen)], gen)  # generator started before tracing
+    head = workload(CROSS_CHECK_CALLS)
+    stream = itertools.chain([next(head)], head)  # generator started before tracing
     tracemalloc.start()
     try:
+        gc.disable()
         start = _traced_now()
-        calls = [fingerprint_call(r, fp) for r in stream]
-        used = _traced_now() - start
+        direct = [fingerprint_call(r, fp) for r in stream]
+        direct_used = _traced_now() - start
+        start = _traced_now()
+        copies = [fresh(c) for c in calls[:CROSS_CHECK_CALLS]]
+        copies_used = _traced_now() - start
     finally:
+        gc.enable()
         tracemalloc.stop()
-    assert len(calls) == n
-    del calls
-    return {"records": n, "bytes": used, "bytes_per_record": used / n}
+    assert direct == copies  # the same records, built two ways
+    return {
+        "records": CROSS_CHECK_CALLS,
+        "fingerprint_call_bytes_per_record": direct_used / CROSS_CHECK_CALLS,
+        "fresh_copy_bytes_per_record": copies_used / CROSS_CHECK_CALLS,
+    }
+
+
+_NO_EVIDENCE = Evidence()
+
+
+def saturation_stream(n: int) -> Iterator[ToolCall]:
+    """Synthetic calls, each new to every bounded structure of a Run.
+
+    Distinct actions, results and turns on every call; every 4th call a new
+    side-effect write, every 4th a page of 8 unseen item ids.
+    """
+    for i in range(n):
+        digest = f"{(i * 0x9E3779B97F4A7C15) % (1 << 128):032x}"
+        other = f"{(i * 0xC2B2AE3D27D4EB4F + 1) % (1 << 128):032x}"
+        kind = i % 4
+        tool = ("search", "send_email", "list_items", "fetch_url")[kind]
+        evidence = _NO_EVIDENCE  # shared, as fingerprint_call shares it for tools without a rule
+        if kind == 2:
+            evidence = Evidence(item_ids=tuple(i * 8 + k + (1 << 40) for k in range(8)))
+        yield ToolCall(
+            seq=i,
+            tool=tool,
+            action=digest,
+            result=other,
+            ok=True,
+            turn=i,
+            call_id=f"call_{i}",
+            span_id=f"{i:016x}",
+            start_ns=1_700_000_000_000_000_000 + i * 100_000_000,
+            end_ns=1_700_000_000_040_000_000 + i * 100_000_000,
+            evidence=evidence,
+            write=other[::-1] if kind == 1 else None,
+            write_key=digest[::-1] if kind == 1 else None,
+            flags=frozenset([]),
+        )
+
+
+def bench_saturation(policy: Policy) -> dict[str, Any]:
+    """Retained size of one Run fed the saturating stream (built under tracing, dropped after observe)."""
+    marks = set(SATURATION_CHECKPOINTS)
+    stream = saturation_stream(SATURATION_CHECKPOINTS[-1])
+    points = []
+    tracemalloc.start()
+    try:
+        gc.disable()
+        start = _traced_now()
+        run = Run("bench-sat", policy)
+        for n, call in enumerate(stream, start=1):
+            run.observe(call)
+            if n in marks:
+                del call
+                points.append({"calls": n, "retained_bytes": _traced_now() - start})
+    finally:
+        gc.enable()
+        tracemalloc.stop()
+    for p in points:
+        p["bytes_per_call"] = p["retained_bytes"] / p["calls"]
+    return {"points": points, "bounded": bounded_occupancy(run)}
 
 
 # --------------------------------------------------------------------------- report
 
 
 def machine() -> dict[str, Any]:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "loadavg_1m_at_start": round(load[0], 2) if load else None,
     }
 
 
 def _kib(b: float) -> str:
-    return f"{b / 1024:,.1f} KiB"
+    return f"{b / 1024:,.0f} KiB"
+
+
+def _memory_table(points: list[dict[str, Any]], bounded: list[dict[str, Any]]) -> None:
+    print(f"   {'calls':>8} {'retained by one Run':>20} {'per call':>9}")
+    for p in points:
+        print(f"   {p['calls']:>8,} {_kib(p['retained_bytes']):>20} {p['bytes_per_call']:>7,.0f} B")
+    full = [f"{b['where']} {b['size']}/{b['limit']}" for b in bounded if b["size"]]
+    print(f"   bounded containers (size/limit): {', '.join(full)}")
 
 
 def print_table(res: dict[str, Any]) -> None:
     m = res["machine"]
-    print(f"otel-loopguard core benchmark  (Python {m['python']}, {m['cpus']} CPUs, {m['platform']})")
-    print(f"workload build: {res['build_ns_per_call'] / 1000:.1f} us/call to fingerprint the mix (untimed below)")
+    print(f"otel-loopguard core benchmark: Python {m['python']}, {m['cpus']} CPUs, {m['platform']}")
+    print(f"load average (1 min) at start {m['loadavg_1m_at_start']}, at end {res['loadavg_1m_at_end']}")
+    print(f"building the 100k-call mix with fingerprint_call: {res['build_ns_per_call'] / 1000:,.1f} us/call")
     print()
-    print("1. Run.observe per call (precomputed ToolCalls, best of repeats, gc off)")
-    print(f"   {'calls':>8} {'detectors':>12} {'baseline':>10} {'x baseline':>11} {'vs 1k':>7} {'baseline vs 1k':>15}")
-    for r in res["detectors"]:
+    det = res["detectors"]
+    print("1. Run(run_id, policy).observe(call) on precomputed ToolCalls (best of repeats, gc paused)")
+    print(f"   {'calls':>8} {'detectors':>11} {'baseline':>9} {'x baseline':>11} {'per call vs 1k':>15}"
+          f" {'baseline vs 1k':>15}")
+    for r in det["rows"]:
         print(
-            f"   {r['calls']:>8,} {r['detectors_ns_per_call']:>9,.0f} ns {r['baseline_ns_per_call']:>7,.0f} ns"
-            f" {r['x_baseline']:>10.1f}x {r['per_call_vs_1k']:>6.2f}x {r['baseline_per_call_vs_1k']:>14.2f}x"
+            f"   {r['calls']:>8,} {r['detectors_ns_per_call']:>8,.0f} ns"
+            f" {r['baseline_ns_per_call']:>6,.0f} ns"
+            f" {r['x_baseline']:>10.1f}x {r['per_call_vs_1k']:>14.2f}x {r['baseline_per_call_vs_1k']:>14.2f}x"
         )
-    d = res["detectors"]
-    print(f"   per-call cost at 100k / 1k: {d[-1]['per_call_vs_1k']:.2f}")
-    print(f"   detectors cost {d[-1]['x_baseline']:.1f} x baseline (at {d[-1]['calls']:,} calls)")
-    print(f"   findings over the 100k mix: {res['findings']}")
+    last = det["rows"][-1]
+    seg = det["segments_ns_per_call"]
+    print(f"   per-call cost, 100k run vs 1k run: {last['per_call_vs_1k']:.2f}")
+    shown = ", ".join(f"{x:,.0f}" for x in seg)
+    print(f"   100k run per {det['segment_calls']:,}-call segment (ns/call): {shown}")
+    print(f"   last segment vs first: {det['last_vs_first_segment']:.2f}")
+    print(f"   detectors cost {last['x_baseline']:.1f} x baseline"
+          " (100k calls; baseline = list append + dict counter)")
+    print(f"   findings over the 100k mix: {res['run_memory']['findings']}")
     print()
     f = res["fingerprint"]
-    print(f"2. fingerprint_call per call ({f['calls']:,} distinct small calls, 5 argument keys)")
-    print(f"   baseline json.dumps(args, sort_keys=True) + sha256: {f['baseline_ns_per_call']:,.0f} ns")
-    print(
-        f"   arguments/result as parsed values: {f['parsed_ns_per_call']:,.0f} ns"
-        f"  -> fingerprinting costs {f['parsed_x_baseline']:.1f} x baseline"
-    )
-    print(
-        f"   arguments/result as JSON text:     {f['json_text_ns_per_call']:,.0f} ns"
-        f"  -> fingerprinting costs {f['json_text_x_baseline']:.1f} x baseline"
-    )
+    print(f"2. fingerprint_call(RawCall) per call: {f['calls']:,} distinct calls,"
+          " 5 argument keys, small result")
+    print(f"   baseline json.dumps(args, sort_keys=True) + sha256:  {f['baseline_ns_per_call']:>8,.0f} ns")
+    print(f"   arguments/result as JSON text (as spans carry them): {f['json_text_ns_per_call']:>8,.0f} ns"
+          f"  = {f['json_text_x_baseline']:.1f} x baseline")
+    print(f"   arguments/result already parsed:                     {f['parsed_ns_per_call']:>8,.0f} ns"
+          f"  = {f['parsed_x_baseline']:.1f} x baseline")
     print()
     print("3. memory (tracemalloc)")
-    print(f"   {'calls':>8} {'retained by one Run':>20} {'per call':>10}")
-    for p in res["run_memory"]:
-        print(f"   {p['calls']:>8,} {_kib(p['retained_bytes']):>20} {p['bytes_per_call']:>8,.0f} B")
-    mem = res["run_memory"]
-    print(f"   100k / 10k retained: {mem[-1]['retained_bytes'] / _at(mem, 10_000)['retained_bytes']:.2f}")
-    r = res["record_memory"]
-    print(f"   ToolCall record: {r['bytes_per_record']:,.0f} B each ({r['records']:,} in a list: {_kib(r['bytes'])})")
-    print(f"\ntotal benchmark time: {res['seconds']:.1f} s")
-
-
-def _at(points: list[dict[str, Any]], calls: int) -> dict[str, Any]:
-    return next(p for p in points if p["calls"] == calls)
+    print("   one Run fed the realistic mix:")
+    _memory_table(res["run_memory"]["points"], res["run_memory"]["bounded"])
+    print("   one Run fed a saturating stream (every call new to every bounded container):")
+    _memory_table(res["saturation"]["points"], res["saturation"]["bounded"])
+    r, x = res["records"], res["records_cross_check"]
+    print(f"   ToolCall record: {r['bytes_per_record']:,.0f} B each"
+          f" ({r['records']:,} in a list: {_kib(r['bytes'])})")
+    print(f"   cross-check on {x['records']:,} records: built by fingerprint_call"
+          f" {x['fingerprint_call_bytes_per_record']:,.0f} B, by the benchmark's fresh copies"
+          f" {x['fresh_copy_bytes_per_record']:,.0f} B")
+    times = ", ".join(f"{k} {v:.1f}" for k, v in res["section_seconds"].items())
+    print(f"\ntotal time: {res['seconds']:.1f} s ({times})")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
+    res: dict[str, Any] = {"machine": machine()}
+    sections: dict[str, float] = {}
     policy = policy_from_mapping(POLICY_DATA, "bench")
     fp = fingerprinter(policy)
     raws = list(workload(SIZES[-1]))
-    tb = time.perf_counter_ns()
-    calls = [fingerprint_call(r, fp) for r in raws]
-    build = (time.perf_counter_ns() - tb) / len(calls)
+    calls: list[ToolCall] = []
+    with gc_paused():
+        build = timed_ns(lambda: calls.extend(fingerprint_call(r, fp) for r in raws))
+    res["build_ns_per_call"] = build / len(calls)
     del raws
-
-    res: dict[str, Any] = {"machine": machine(), "build_ns_per_call": build}
-    res["detectors"] = bench_detectors(policy, calls)
-    res["findings"] = count_findings(policy, calls)
-    res["fingerprint"] = bench_fingerprint(policy)
-    del calls
+    # The precomputed calls live to the end: keep them out of every collection,
+    # so gc.collect() at memory checkpoints only walks what the benchmark adds.
     gc.collect()
-    res["run_memory"] = bench_run_memory(policy)
-    res["record_memory"] = bench_record_memory(policy, SIZES[-1])
+    gc.freeze()
+    sections["build"] = time.perf_counter() - t0
+
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("detectors", lambda: bench_detectors(policy, calls)),
+        ("fingerprint", lambda: bench_fingerprint(policy)),
+        ("memory", lambda: bench_memory(policy, calls)),
+        ("records_cross_check", lambda: records_cross_check(policy, calls)),
+        ("saturation", lambda: bench_saturation(policy)),
+    ]
+    for name, step in steps:
+        t = time.perf_counter()
+        res[name] = step()
+        sections[name] = time.perf_counter() - t
+    res["run_memory"] = res["memory"]["run"]
+    res["records"] = res.pop("memory")["records"]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    res["loadavg_1m_at_end"] = round(load[0], 2) if load else None
+    res["section_seconds"] = {k: round(v, 2) for k, v in sections.items()}
     res["seconds"] = time.perf_counter() - t0
 
     if args.json:

@@ -1,15 +1,24 @@
-"""Insertion-ordered containers with a size bound: the oldest entry goes first.
+"""Insertion-ordered containers with a size bound: the oldest entries go first.
 
 They keep per-run memory bounded; forgetting the oldest entry can only make an
 old result look new again (a missed finding), never invent a loop.
+
+Eviction drops the oldest eighth at once by rebuilding the dict: deleting from
+the front of a dict one by one leaves holes that every later `next(iter())`
+scans past, which made each insert slower the fuller the container was.
 """
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Generic, Hashable, Optional, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+
+def _trimmed(items: dict, limit: int) -> dict:  # type: ignore[type-arg]
+    return dict(islice(items.items(), max(1, limit // 8), None))
 
 
 class BoundedSet:
@@ -24,7 +33,7 @@ class BoundedSet:
         if item in self._items:
             return False
         if len(self._items) >= self._limit:
-            del self._items[next(iter(self._items))]
+            self._items = _trimmed(self._items, self._limit)
         self._items[item] = None
         return True
 
@@ -47,7 +56,7 @@ class BoundedMap(Generic[K, V]):
         if key in items:
             del items[key]  # re-insert: most recently used goes last
         elif len(items) >= self._limit:
-            del items[next(iter(items))]
+            items = self._items = _trimmed(items, self._limit)
         items[key] = value
 
     def pop(self, key: K) -> Optional[V]:

@@ -37,7 +37,7 @@ DETECTORS = (
 )
 
 
-MAX_DISTINCT_ACTIONS = 65536
+MAX_DISTINCT_ACTIONS = 16384
 
 
 @dataclass
@@ -45,7 +45,7 @@ class RunSummary:
     """Counts the score needs, kept as calls arrive (the same in every shell)."""
 
     tool_calls: int = 0
-    distinct_actions: int = 0  # exact up to MAX_DISTINCT_ACTIONS
+    distinct_actions: int = 0  # exact while the run has at most MAX_DISTINCT_ACTIONS
     progress_observed: bool = False  # a repeated action made progress
     new_items_observed: bool = False  # declared item ids, or a second distinct result
     first_result: Optional[str] = None
@@ -92,7 +92,7 @@ class Run:
     def _summarise(self, call: ToolCall, judgement: Judgement) -> None:
         s = self.summary
         s.tool_calls += 1
-        if self._actions.add(call.action):
+        if self._actions.add(hash(call.action)):  # an int is a quarter of the digest's size
             s.distinct_actions += 1
         else:
             s.progress_observed |= judgement.progressed

@@ -12,7 +12,7 @@ from ..findings import STOP, Finding, finding
 from ..policy import Policy
 from .base import Step
 
-MAX_WRITES = 4096
+MAX_WRITES = 1024  # distinct writes remembered per run
 
 
 class DuplicateWriteDetector:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..calls import RawCall, ToolCall
 from ..progress import extract
+from .canonical import NO_FLAGS
 from .fingerprinter import Fingerprinter
 
 
@@ -11,7 +12,7 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     """Digest arguments and result (unless precomputed) and extract progress evidence."""
     rule = fp.policy.rule(raw.tool)
     args_value = None
-    flags: frozenset[str] = frozenset()
+    flags: frozenset[str] = NO_FLAGS
     action = raw.args_digest
     if action is None or rule.progress or rule.side_effect:
         a = fp.action(raw.tool, raw.arguments, raw.identity)

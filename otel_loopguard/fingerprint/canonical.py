@@ -25,6 +25,8 @@ NON_JSON_VALUE = "non_json_value"  # bytes, sets, objects: tagged
 TOO_DEEP = "too_deep"  # nesting over the limit: serialised without parsing rules
 TOO_LARGE = "too_large"  # text over the size limit: hashed as opaque text
 
+NO_FLAGS: frozenset[str] = frozenset()  # shared: most values carry no flag
+
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 256 * 1024
 # JSON text nested deeper than this is kept as opaque text. Fixed, so the verdict
@@ -61,7 +63,7 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value).decode("utf-8", errors="surrogateescape")
     if not isinstance(value, str):
-        return Parsed(value, "json", frozenset())
+        return Parsed(value, "json", NO_FLAGS)
     if _utf8_length_over(value, max_bytes):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_LARGE}))
     if _nesting_over(value, MAX_TEXT_DEPTH):
@@ -78,7 +80,7 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
             flags |= inner | {DOUBLE_ENCODED}
         except (ValueError, RecursionError):
             pass  # a string that merely starts with a brace stays a string
-    return Parsed(parsed, "json", frozenset(flags))
+    return Parsed(parsed, "json", frozenset(flags) if flags else NO_FLAGS)
 
 
 def _utf8_length_over(text: str, limit: int) -> bool:
@@ -147,7 +149,7 @@ def serialise(
     except ValueError:  # e.g. an integer beyond Python's int->str digit limit
         flags.update({NON_JSON_VALUE, TOO_LARGE})
         text = _dump_iteratively(parsed.value, flags, drop_keys)
-    return Canonical("json", text, frozenset(flags))
+    return Canonical("json", text, frozenset(flags) if flags else NO_FLAGS)
 
 
 def canonicalize(value: Any, **options: Any) -> Canonical:
@@ -166,7 +168,7 @@ def _walk(v: Any, depth: int, flags: set[str], drop: frozenset[str], max_depth: 
         return v
     if depth >= max_depth:
         raise _TooDeep
-    if isinstance(v, Mapping):
+    if t is dict or isinstance(v, Mapping):  # the exact-type test skips a slow ABC check
         out: dict[str, Any] = {}
         for k, x in v.items():
             if type(k) is not str:
@@ -175,7 +177,7 @@ def _walk(v: Any, depth: int, flags: set[str], drop: frozenset[str], max_depth: 
                 continue
             out[k] = _walk(x, depth + 1, flags, drop, max_depth)
         return out
-    if isinstance(v, (list, tuple)):
+    if t is list or isinstance(v, (list, tuple)):
         return [_walk(x, depth + 1, flags, drop, max_depth) for x in v]
     return _walk_other(v, depth, flags, drop, max_depth)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import Canonical, Parsed, parse, serialise
+from .canonical import NO_FLAGS, Canonical, Parsed, parse, serialise
 from .keys import DigestKey
 from ..paths import get_path, without_paths
 
@@ -62,11 +62,11 @@ class Fingerprinter:
         field = rule.idempotency_key
         key_value = get_path(arguments_value, field) if field else None
         body = without_paths(arguments_value, (field,), match=False) if field else arguments_value
-        canon = serialise(Parsed(body, "json", frozenset()), max_depth=self.policy.max_depth)
+        canon = serialise(Parsed(body, "json", NO_FLAGS), max_depth=self.policy.max_depth)
         write = self._digest("write", tool, canon, self._identity(rule, identity or {}))
         if key_value is None:
             return write, None
-        key_canon = serialise(Parsed(key_value, "json", frozenset()))
+        key_canon = serialise(Parsed(key_value, "json", NO_FLAGS))
         return write, self._digest("idempotency", tool, key_canon, "")
 
     def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
@@ -83,7 +83,7 @@ class Fingerprinter:
         values = {k: identity[k] for k in rule.identity_fields if k in identity}
         if not values:
             return ""
-        return serialise(Parsed(values, "json", frozenset())).text
+        return serialise(Parsed(values, "json", NO_FLAGS)).text
 
     def _digest(self, domain: str, tool: str, canon: Canonical, identity: str) -> str:
         # NUL framing is unambiguous: every part but the last is JSON text or a

@@ -9,6 +9,7 @@ request is remembered only once it was accepted (forwarded), never before.
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Callable
 
 NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
@@ -19,31 +20,32 @@ Content = int  # a cheap summary of the span's content
 
 class SpanDeduper:
     def __init__(self, max_size: int, ttl_seconds: float, clock: Callable[[], float] = time.monotonic):
-        self._seen: dict[Key, tuple[Content, float]] = {}  # insertion order = age order
+        self._seen: dict[Key, Content] = {}
+        self._order: deque[tuple[float, Key]] = deque()  # age order; O(1) at both ends
         self._max = max_size
         self._ttl = ttl_seconds
         self._clock = clock
         self.evictions = 0
 
     def check(self, key: Key, content: Content) -> str:
-        entry = self._seen.get(key)
-        if entry is None:
+        seen = self._seen.get(key)
+        if seen is None:
             return NEW
-        return DUPLICATE if entry[0] == content else CONFLICT
+        return DUPLICATE if seen == content else CONFLICT
 
     def remember(self, key: Key, content: Content) -> None:
+        if key in self._seen:
+            return
         now = self._clock()
-        if key not in self._seen:
-            self._expire(now)
-        self._seen[key] = (content, now)
+        self._expire(now)
+        self._seen[key] = content
+        self._order.append((now, key))
 
     def _expire(self, now: float) -> None:
-        seen = self._seen
-        while seen:
-            oldest = next(iter(seen))
-            if len(seen) < self._max and now - seen[oldest][1] < self._ttl:
-                return
-            del seen[oldest]
+        order, seen = self._order, self._seen
+        while order and (len(seen) >= self._max or now - order[0][0] >= self._ttl):
+            _, key = order.popleft()
+            del seen[key]
             self.evictions += 1
 
     def __len__(self) -> int:

@@ -201,8 +201,9 @@ def test_ten_thousand_healthy_calls_produce_no_findings_and_bounded_state() -> N
     assert h.run.decision == N // 2
     _assert_bounded(h.run)
     # The churn really did fill the bounded memories to their limits.
-    assert len(h.run.progress._results) == tracker.MAX_SEEN_RESULTS
-    assert len(h.run.progress._items) == tracker.MAX_SEEN_ITEMS
+    # Full, give or take the eighth a bounded container drops at once when it overflows.
+    assert tracker.MAX_SEEN_RESULTS * 7 // 8 <= len(h.run.progress._results) <= tracker.MAX_SEEN_RESULTS
+    assert tracker.MAX_SEEN_ITEMS * 7 // 8 <= len(h.run.progress._items) <= tracker.MAX_SEEN_ITEMS
 
 
 def test_window_mode_keeps_a_bounded_number_of_windows() -> None:
@@ -212,7 +213,7 @@ def test_window_mode_keeps_a_bounded_number_of_windows() -> None:
     assert h.findings == []
     _assert_bounded(h.run)
     (detector,) = [d for d in h.run._detectors if isinstance(d, repeat.RepeatDetector)]
-    assert len(detector._windows) == repeat.MAX_WINDOW_ACTIONS
+    assert repeat.MAX_WINDOW_ACTIONS * 7 // 8 <= len(detector._windows) <= repeat.MAX_WINDOW_ACTIONS
 
 
 def test_a_long_loop_reports_once_per_level_with_bounded_evidence() -> None:
