@@ -48,16 +48,20 @@ def place(calls: Sequence[ToolCall], root_id: Optional[str], now_ns: int) -> Opt
     return Placement(bytes.fromhex(last.trace_id or ""), bytes.fromhex(parent), start, max(end, start))
 
 
-def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement) -> Span:
-    span = Span(
+def _new_span(name: str, where: Placement) -> Span:
+    return Span(
         trace_id=where.trace_id,
         span_id=_new_span_id(),
         parent_span_id=where.parent_id,
-        name=FINDING_SPAN,
+        name=name,
         kind=Span.SPAN_KIND_INTERNAL,
         start_time_unix_nano=where.start_ns,
         end_time_unix_nano=where.end_ns,
     )
+
+
+def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement) -> Span:
+    span = _new_span(FINDING_SPAN, where)
     span.attributes.extend(_attributes(_finding_attributes(f)))
     by_seq = {c.seq: c for c in calls}
     for seq, span_id in zip(f.seqs, f.span_ids):
@@ -92,15 +96,7 @@ def _finding_attributes(f: Finding) -> dict[str, Any]:
 
 def run_span(run_id: str, where: Placement, score: Mapping[str, Any], extra: Mapping[str, Any]) -> Span:
     """The `loopguard.run` summary: every score field as `loopguard.score.<field>`."""
-    span = Span(
-        trace_id=where.trace_id,
-        span_id=_new_span_id(),
-        parent_span_id=where.parent_id,
-        name=RUN_SPAN,
-        kind=Span.SPAN_KIND_INTERNAL,
-        start_time_unix_nano=where.start_ns,
-        end_time_unix_nano=where.end_ns,
-    )
+    span = _new_span(RUN_SPAN, where)
     attrs: dict[str, Any] = {"loopguard.run.id": run_id, **extra}
     for key, value in score.items():
         if key == "release" and isinstance(value, Mapping):

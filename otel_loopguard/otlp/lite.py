@@ -8,6 +8,7 @@ care about is present; only those spans get their attributes decoded.
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Iterable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -55,15 +56,69 @@ def _build() -> Any:
 LiteRequest = _build()
 
 
-def decode_attributes(raw: Iterable[bytes], keep: frozenset[str]) -> dict[str, Any]:
-    """Decode only the raw KeyValues whose key is in `keep`."""
+def decode_attributes(raw: Iterable[bytes], keep: frozenset[bytes]) -> dict[str, Any]:
+    """Decode only the raw KeyValues whose key (as UTF-8 bytes) is in `keep`.
+
+    Scalar values in the usual field order are read straight from the bytes;
+    anything else (arrays, maps, unusual layouts, damaged bytes) goes through the
+    real protobuf parser, which validates it.
+    """
     out: dict[str, Any] = {}
     for item in raw:
-        # KeyValue.key is field 1; with a short key it sits in bytes 2.. unparsed.
         if len(item) > 2 and item[0] == 0x0A and item[1] < 0x80:
-            if item[2 : 2 + item[1]].decode("utf-8", "replace") not in keep:
+            end = 2 + item[1]
+            if item[2:end] not in keep:
+                continue
+            value = _scalar(item, end)
+            if value is not _SLOW:
+                out[item[2:end].decode("utf-8")] = value
                 continue
         kv = KeyValue.FromString(item)
-        if kv.key in keep:
+        if kv.key.encode("utf-8") in keep:
             out[kv.key] = any_value(kv.value)
     return out
+
+
+_SLOW = object()
+_DOUBLE = struct.Struct("<d")
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        result |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _scalar(item: bytes, pos: int) -> Any:
+    """The AnyValue after the key, when it is a plain scalar; _SLOW otherwise."""
+    try:
+        if pos == len(item):
+            return None  # no value at all
+        if item[pos] != 0x12:
+            return _SLOW
+        length, pos = _varint(item, pos + 1)
+        if pos + length != len(item):
+            return _SLOW
+        if length == 0:
+            return None
+        tag = item[pos]
+        if tag == 0x0A:  # string_value
+            size, start = _varint(item, pos + 1)
+            return item[start : start + size].decode("utf-8") if start + size == len(item) else _SLOW
+        if tag == 0x10 and pos + 2 == len(item):  # bool_value
+            return item[pos + 1] != 0
+        if tag == 0x18:  # int_value (two's complement varint)
+            value, end = _varint(item, pos + 1)
+            if end != len(item):
+                return _SLOW
+            return value - (1 << 64) if value >= 1 << 63 else value
+        if tag == 0x21 and pos + 9 == len(item):  # double_value
+            return _DOUBLE.unpack_from(item, pos + 1)[0]
+    except (IndexError, UnicodeDecodeError):
+        pass
+    return _SLOW

@@ -32,6 +32,7 @@ _NEEDED = frozenset(
     | {v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str)}
     | {"error.type"}
 )
+_NEEDED_BYTES = frozenset(k.encode("utf-8") for k in _NEEDED)
 _ERROR = Status.STATUS_CODE_ERROR
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
@@ -61,7 +62,7 @@ class DecodedRequest:
 def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedRequest:
     """Decode request bytes; raises DecodeError for bytes that are not a request."""
     request = LiteRequest.FromString(data)
-    needed = _NEEDED | {run_id_attribute} if run_id_attribute else _NEEDED
+    needed = _NEEDED_BYTES | {run_id_attribute.encode()} if run_id_attribute else _NEEDED_BYTES
     markers = _MARKERS | {run_id_attribute} if run_id_attribute else _MARKERS
     # Raw key bytes: a marker's bytes inside an attribute blob mean "decode this span".
     probes = tuple(m.encode() for m in markers) if _mentions_any(data, markers) else ()
@@ -101,7 +102,7 @@ def _decode_span(
     span_id: bytes,
     parent: bytes,
     probes: tuple[bytes, ...],
-    needed: frozenset[str],
+    needed: frozenset[bytes],
     run_attr: Optional[str],
 ) -> Decoded:
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
