@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+import threading
+from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 # Flags a canonical form can carry. They are part of the public docs.
 OPAQUE_TEXT = "opaque_text"  # not JSON: the exact text is hashed
@@ -38,17 +38,21 @@ MAX_TEXT_DEPTH = 200
 _TAG = "\u0000"
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """A value after parsing: `form` is "json" or "text" (opaque)."""
+class Parsed(NamedTuple):
+    """A value after parsing: `form` is "json" or "text" (opaque).
+
+    `source` is the JSON text it was parsed from, when this module parsed it: the
+    value then holds only JSON types with string keys and its non-finite numbers
+    are already flagged, so serialising it needs no walk.
+    """
 
     value: Any
     form: str
     flags: frozenset[str]
+    source: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Canonical:
+class Canonical(NamedTuple):
     form: str
     text: str
     flags: frozenset[str]
@@ -80,7 +84,7 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
             flags |= inner | {DOUBLE_ENCODED}
         except (ValueError, RecursionError):
             pass  # a string that merely starts with a brace stays a string
-    return Parsed(parsed, "json", frozenset(flags) if flags else NO_FLAGS)
+    return Parsed(parsed, "json", frozenset(flags) if flags else NO_FLAGS, value)
 
 
 def _utf8_length_over(text: str, limit: int) -> bool:
@@ -114,18 +118,30 @@ def _nesting_over(text: str, limit: int) -> bool:
     return False
 
 
+# One decoder and one encoder for the process: building them per call costs more than
+# the parse. The hooks report into the calling thread's flag set.
+_parsing = threading.local()
+
+
+def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(items)
+    if len(obj) != len(items):
+        _parsing.flags.add(DUPLICATE_KEYS)
+    return obj
+
+
+def _constant(name: str) -> float:
+    _parsing.flags.add(NON_FINITE)
+    return float(name)
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
 def _loads(text: str, flags: set[str]) -> Any:
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(items)
-        if len(obj) != len(items):
-            flags.add(DUPLICATE_KEYS)
-        return obj
-
-    def constant(name: str) -> float:
-        flags.add(NON_FINITE)
-        return float(name)
-
-    return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    _parsing.flags = flags
+    return _DECODER.decode(text)
 
 
 def serialise(
@@ -137,12 +153,18 @@ def serialise(
     """Canonical text of a parsed value. `drop_keys` are removed at every depth."""
     if parsed.form == "text":
         return Canonical("text", parsed.value, parsed.flags)
+    if _plain(parsed, drop_keys, max_depth):
+        try:  # parsed here: plain JSON, shallow, nothing to drop, so no walk is needed
+            text = _ENCODER.encode(parsed.value)
+            # ...unless a number overflowed to infinity (1e999): the walk flags it.
+            if "Infinity" not in text and "NaN" not in text:
+                return Canonical("json", text, parsed.flags)
+        except RecursionError:
+            pass  # the iterative writer below takes it
     flags = set(parsed.flags)
     try:
         tree = _walk(parsed.value, 0, flags, drop_keys, max_depth)
-        text = json.dumps(
-            tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
-        )
+        text = _ENCODER.encode(tree)
     except (_TooDeep, RecursionError):
         flags.add(TOO_DEEP)
         text = _dump_iteratively(parsed.value, flags, drop_keys)
@@ -150,6 +172,14 @@ def serialise(
         flags.update({NON_JSON_VALUE, TOO_LARGE})
         text = _dump_iteratively(parsed.value, flags, drop_keys)
     return Canonical("json", text, frozenset(flags) if flags else NO_FLAGS)
+
+
+def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
+    source = parsed.source
+    if source is None or any(k in source for k in drop_keys):
+        return False
+    # Fewer brackets than max_depth cannot nest deeper than it (two C-level counts).
+    return source.count("{") + source.count("[") <= max_depth
 
 
 def canonicalize(value: Any, **options: Any) -> Canonical:

@@ -7,8 +7,8 @@ normalisation the tool's policy declares) + declared identity values.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from functools import lru_cache
+from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
 from .canonical import NO_FLAGS, Canonical, Parsed, parse, serialise
@@ -16,11 +16,15 @@ from .keys import DigestKey
 from ..paths import get_path, without_paths
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(NamedTuple):
     digest: str
     flags: frozenset[str]
     value: Any  # the parsed value after normalisation (opaque text for "text" form)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(tool: str) -> str:
+    return json.dumps(tool, ensure_ascii=False)
 
 
 class Fingerprinter:
@@ -88,6 +92,6 @@ class Fingerprinter:
     def _digest(self, domain: str, tool: str, canon: Canonical, identity: str) -> str:
         # NUL framing is unambiguous: every part but the last is JSON text or a
         # fixed word (no raw NUL), and the free-form canonical text comes last.
-        tool_json = json.dumps(tool, ensure_ascii=False)
+        tool_json = _quoted(tool)
         message = "\x00".join(("loopguard.v1", domain, tool_json, identity, canon.form, canon.text))
         return self.key.digest(message.encode("utf-8", errors="surrogatepass"))
