@@ -17,8 +17,9 @@ from .receiver import command as serve_command
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    quiet = logging.INFO if args.command == "serve" else logging.WARNING  # a service logs its findings
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.DEBUG if args.verbose else quiet,
         format="otel-loopguard: %(levelname)s: %(message)s",
     )
     return int(args.handler(args))

@@ -36,14 +36,19 @@ Recognised = Union[ToolSpan, ModelSpan, None]
 def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Recognised:
     """A ToolSpan, a ModelSpan, or None for every other span."""
     for conv in TOOL_CONVENTIONS:
-        if attributes.get(conv.marker) in conv.marker_values:
+        if _marked(attributes, conv.marker, conv.marker_values):
             return _tool(conv, attributes, status_error)
     if TOOL_NAME in attributes:
         return _tagged_tool(attributes, status_error)
     for mconv in MODEL_CONVENTIONS:
-        if attributes.get(mconv.marker) in mconv.marker_values:
+        if _marked(attributes, mconv.marker, mconv.marker_values):
             return _model(mconv, attributes)
     return None
+
+
+def _marked(attributes: Mapping[str, Any], marker: str, values: frozenset[str]) -> bool:
+    value = attributes.get(marker)
+    return isinstance(value, str) and value in values  # an array value is not a marker
 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

@@ -36,16 +36,22 @@ class Placement:
     end_ns: int
 
 
-def place(calls: Sequence[ToolCall], root_id: Optional[str], now_ns: int) -> Optional[Placement]:
-    """Trace of the last offending call; parent = run root, else first call's parent."""
+def place(calls: Sequence[ToolCall], roots: Mapping[str, str], now_ns: int) -> Optional[Placement]:
+    """In the trace of the last offending call, under that trace's root span when known,
+    else under the parent of the first offending call of that trace."""
     traced = [c for c in calls if c.trace_id]
     if not traced:
         return None
-    first, last = traced[0], traced[-1]
-    parent = root_id or first.parent_id or ""
-    start = min((c.start_ns for c in traced if c.start_ns), default=now_ns)
-    end = max((c.end_ns for c in traced if c.end_ns), default=now_ns)
-    return Placement(bytes.fromhex(last.trace_id or ""), bytes.fromhex(parent), start, max(end, start))
+    trace = traced[-1].trace_id or ""
+    same = [c for c in traced if c.trace_id == trace]
+    parent = roots.get(trace) or same[0].parent_id or ""
+    start = min((c.start_ns for c in same if c.start_ns), default=now_ns)
+    end = max((c.end_ns for c in same if c.end_ns), default=now_ns)
+    return Placement(bytes.fromhex(trace), bytes.fromhex(parent), start, max(end, start))
+
+
+def place_at(trace_id: bytes, parent_id: bytes, start_ns: int, end_ns: int) -> Placement:
+    return Placement(trace_id, parent_id, start_ns, max(end_ns, start_ns))
 
 
 def _new_span(name: str, where: Placement) -> Span:

@@ -25,8 +25,12 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         if r.flags:
             flags = flags | {f"result:{f}" for f in r.flags}
     write = write_key = None
-    if rule.side_effect:
+    if rule.side_effect and raw.arguments is not None:
         write, write_key = fp.write(raw.tool, args_value, raw.identity)
+    elif rule.side_effect:
+        # Redacted span: no arguments, so no idempotency key to read. The action
+        # digest still tells the same write from a different one.
+        write = action
     return ToolCall(
         seq=raw.seq,
         tool=raw.tool,

@@ -97,6 +97,10 @@ def load_key(
 
 
 def _read_key_file(path: Path) -> bytes:
+    if not path.exists():
+        # Not echoed: a key pasted into the path setting by mistake must not leak.
+        raise KeyConfigError(f"no key file at the path given by {ENV_KEY_FILE} / --key-file (not shown: "
+                             "it may be the key itself)")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -3,7 +3,8 @@
 A run is complete when its root span has ended plus a grace period, or after
 an idle timeout. Spans of a run that was already completed are "late": like
 the Collector's tail sampler with its decision cache, they are forwarded but
-not judged again, and counted.
+not judged again, and counted; after `late_cache_seconds` the run id may open
+a new run (a conversation that resumes later).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ..bounded import BoundedMap
 from ..findings import Finding
-from ..findings.otlp import Placement, finding_span, place, run_span
+from ..findings.otlp import Placement, finding_span, place, place_at, run_span
 from ..fingerprint import Fingerprinter
 from .config import ReceiverConfig
 from .decode import Decoded
@@ -24,7 +25,10 @@ from .metrics import Metrics
 from .runs import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
-MAX_PARENT_CHECKS = 1024
+MAX_ROOTS = 100_000
+MAX_PARENT_CHECKS = 100_000
+MAX_TOOL_LABELS = 100
+MAX_ROOTS_PER_RUN = 64
 
 
 class RunAssembler:
@@ -40,15 +44,14 @@ class RunAssembler:
         self._metrics = metrics
         self._clock = clock
         self.runs: dict[str, RunBuffer] = {}
+        self.buffered_calls = 0  # kept up to date as runs change, never recounted
         self._trace_runs: dict[bytes, set[str]] = {}
-        self._roots = BoundedMap[bytes, tuple[str, float]](100_000)  # trace -> (root span id, ended at)
+        self._roots = BoundedMap[bytes, tuple[str, float]](MAX_ROOTS)  # trace -> (root span id, ended at)
         self._completed = BoundedMap[str, float](config.late_cache_size)
-        self._children = BoundedMap[bytes, tuple[str, int, int]](100_000)  # parent span -> run, child start, end
+        self._children = BoundedMap[bytes, tuple[str, int, int]](MAX_PARENT_CHECKS)
+        self._tool_labels: set[str] = set()
 
-    @property
-    def buffered_calls(self) -> int:
-        return sum(r.buffered for r in self.runs.values())
-
+    # -- input -------------------------------------------------------------------
     def accept(self, spans: list[Decoded]) -> list[Span]:
         now = self._clock()
         out: list[Span] = []
@@ -58,47 +61,60 @@ class RunAssembler:
             except Exception:  # one bad span must not cost the others their judgement
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not judge span %s of trace %s", d.span_id.hex(), d.trace_id.hex())
+        self._metrics.set_gauge("buffered_calls", self.buffered_calls)
         return out
 
     def _accept_one(self, d: Decoded, now: float) -> list[Span]:
-        out: list[Span] = []
         self._touch(d, now)
         if d.run_id is None:
-            return out
+            return []
         buffer = self._run(d.run_id, d.trace_id, now)
         if buffer is None:
             self._metrics.inc("late_spans_total")
-            return out
+            return []
+        before = buffer.buffered
+        found: list[Finding] = []
         if d.call is not None:
             self._watch_parent(d, buffer)
-            out += self._emit(buffer, buffer.add_call(d.call, now))
+            found = buffer.add_call(d.call, now)
         elif d.model is not None:
-            out += self._emit(buffer, buffer.add_model(d.model, now))
+            found = buffer.add_model(d.model, now)
         if d.facts:
             buffer.note_facts(d.facts)
-        return out
+        self.buffered_calls += buffer.buffered - before
+        return self._emit(buffer, found)
 
     def duplicate(self, d: Decoded) -> list[Span]:
         """A re-delivered tool span: one info finding, never a repeated call."""
         buffer = self.runs.get(d.run_id or "")
         if buffer is None or d.call is None:
             return []
-        return self._emit(buffer, [buffer.telemetry_duplicate(d.span_id.hex(), max(d.call.seq, 0))])
+        f = buffer.telemetry_duplicate(d.span_id.hex(), max(d.call.seq, 0))
+        return self._emit(buffer, [f], place_at(d.trace_id, d.parent, d.start, d.end))
 
     def conflict(self, d: Decoded) -> list[Span]:
         """A different tool span under an id already seen: the first one stays."""
         buffer = self.runs.get(d.run_id or "")
         if buffer is None or d.call is None:
             return []
-        return self._emit(buffer, [buffer.span_conflict(d.span_id.hex(), max(d.call.seq, 0))])
+        f = buffer.span_conflict(d.span_id.hex(), max(d.call.seq, 0))
+        return self._emit(buffer, [f], place_at(d.trace_id, d.parent, d.start, d.end))
 
+    # -- timers ------------------------------------------------------------------
     def tick(self) -> list[Span]:
         now = self._clock()
         out: list[Span] = []
         for run_id, buffer in list(self.runs.items()):
-            out += self._emit(buffer, buffer.expire_gap(now, self._config.gap_wait_seconds))
-            if self._is_complete(buffer, now):
-                out += self._complete(run_id)
+            try:  # each run on its own: one failing run must not stall the others
+                before = buffer.buffered
+                found = buffer.expire_gap(now, self._config.gap_wait_seconds)
+                self.buffered_calls += buffer.buffered - before
+                out += self._emit(buffer, found)
+                if self._is_complete(buffer, now):
+                    out += self._complete(run_id)
+            except Exception:
+                self._metrics.inc("internal_errors_total")
+                _log.exception("could not advance run %s", run_id)
         return out
 
     def flush(self) -> list[Span]:
@@ -107,36 +123,25 @@ class RunAssembler:
             out += self._complete(run_id)
         return out
 
-    # -- internals ---------------------------------------------------------------
+    # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
         buffer = self.runs.get(run_id)
-        if buffer is not None:
-            if trace_id not in buffer.traces:
-                buffer.traces.add(trace_id)
-                self._trace_runs.setdefault(trace_id, set()).add(run_id)
-            return buffer
-        if self._completed.get(run_id) is not None:
-            return None
-        buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now)
-        self._metrics.set_gauge("runs_open", len(self.runs))
-        buffer.traces.add(trace_id)
-        self._trace_runs.setdefault(trace_id, set()).add(run_id)
-        root = self._roots.get(trace_id)
-        if root is not None:
-            self._root_seen(buffer, trace_id, root[0], root[1])
+        if buffer is None:
+            completed_at = self._completed.get(run_id)
+            if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
+                return None
+            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now)
+            self._metrics.set_gauge("runs_open", len(self.runs))
+        if trace_id not in buffer.traces:
+            buffer.traces.add(trace_id)
+            self._trace_runs.setdefault(trace_id, set()).add(run_id)
+            root = self._roots.get(trace_id)
+            if root is not None:
+                self._root_seen(buffer, trace_id, root[0], root[1])
         return buffer
 
-    @staticmethod
-    def _root_seen(buffer: RunBuffer, trace_id: bytes, root_id: str, now: float) -> None:
-        """A root span ended. It ends the run only when the run is that one trace; a run
-        keyed by a conversation id may go on in other traces, so it waits for idleness."""
-        buffer.root_id = buffer.root_id or root_id
-        if buffer.run_id == trace_id.hex():
-            buffer.root_ended_at = now
-
     def _touch(self, d: Decoded, now: float) -> None:
-        run_ids = self._trace_runs.get(d.trace_id, ())
-        for run_id in run_ids:
+        for run_id in self._trace_runs.get(d.trace_id, ()):
             buffer = self.runs.get(run_id)
             if buffer is not None:
                 buffer.last_activity = now
@@ -146,6 +151,45 @@ class RunAssembler:
             self._roots.put(d.trace_id, (d.span_id.hex(), now))
         self._check_parent(d)
 
+    @staticmethod
+    def _root_seen(buffer: RunBuffer, trace_id: bytes, root_id: str, now: float) -> None:
+        """A root span ended. It ends the run only when the run is that one trace; a run
+        keyed by a conversation id may go on in other traces, so it waits for idleness."""
+        if len(buffer.roots) < MAX_ROOTS_PER_RUN:
+            buffer.roots[trace_id.hex()] = root_id
+        if buffer.run_id == trace_id.hex():
+            buffer.root_ended_at = now
+
+    def _is_complete(self, buffer: RunBuffer, now: float) -> bool:
+        if buffer.root_ended_at is not None and now - buffer.root_ended_at >= self._config.root_grace_seconds:
+            return True
+        return now - buffer.last_activity >= self._config.idle_timeout_seconds
+
+    def _complete(self, run_id: str) -> list[Span]:
+        buffer = self.runs.pop(run_id)
+        self.buffered_calls -= buffer.buffered
+        try:
+            out = self._emit(buffer, buffer.complete())
+        except Exception:  # never lose the other runs (or this one's summary) to one bug
+            self._metrics.inc("internal_errors_total")
+            _log.exception("could not complete run %s", run_id)
+            buffer.integrity_error, out = True, []
+        for trace in buffer.traces:
+            trace_runs = self._trace_runs.get(trace)
+            if trace_runs is not None:
+                trace_runs.discard(run_id)
+                if not trace_runs:
+                    del self._trace_runs[trace]
+        self._completed.put(run_id, self._clock())
+        self._metrics.set_gauge("runs_open", len(self.runs))
+        self._metrics.inc("runs_completed_total")
+        if buffer.skew_events:
+            self._metrics.inc("clock_skew_total", buffer.skew_events)
+        if buffer.tool_calls_seen:
+            out.append(self._summary(buffer))
+        return out
+
+    # -- clock skew ----------------------------------------------------------------
     def _watch_parent(self, d: Decoded, buffer: RunBuffer) -> None:
         if d.parent:
             self._children.put(d.parent, (buffer.run_id, d.start, d.end))
@@ -162,56 +206,40 @@ class RunAssembler:
                 buffer.clock_skew = True
             _log.debug("clock skew in run %s: a tool call lies outside its parent span", run_id)
 
-    def _is_complete(self, buffer: RunBuffer, now: float) -> bool:
-        if buffer.root_ended_at is not None and now - buffer.root_ended_at >= self._config.root_grace_seconds:
-            return True
-        return now - buffer.last_activity >= self._config.idle_timeout_seconds
-
-    def _complete(self, run_id: str) -> list[Span]:
-        buffer = self.runs.pop(run_id)
-        try:
-            out = self._emit(buffer, buffer.complete())
-        except Exception:  # never lose the other runs (or this one's summary) to one bug
-            self._metrics.inc("internal_errors_total")
-            _log.exception("could not complete run %s", run_id)
-            buffer.integrity_error, out = True, []
-        for trace in buffer.traces:
-            trace_runs = self._trace_runs.get(trace)
-            if trace_runs is not None:
-                trace_runs.discard(run_id)
-                if not trace_runs:
-                    del self._trace_runs[trace]
-        self._completed.put(run_id, self._clock())
-        self._metrics.set_gauge("runs_open", len(self.runs))
-        self._metrics.inc("runs_completed_total")
-        if buffer.tool_calls_seen:
-            out.append(self._summary(buffer))
-        return out
-
+    # -- output --------------------------------------------------------------------
     def _summary(self, buffer: RunBuffer) -> Span:
         outcome, score = buffer.score()
         calls = [c for c in (buffer.first_call, buffer.last_call) if c is not None]
-        where = place(calls, buffer.root_id, time.time_ns()) or Placement(
-            bytes.fromhex(buffer.first_trace or "0" * 32), b"", time.time_ns(), time.time_ns()
-        )
+        where = place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)
         extra = {"loopguard.run.outcome": outcome, "loopguard.run.clock_skew": buffer.clock_skew}
         _log.info("run %s complete: %s, %d tool calls", buffer.run_id, outcome, buffer.tool_calls_seen)
         return run_span(buffer.run_id, where, score, extra)
 
-    def _emit(self, buffer: RunBuffer, found: list[Finding]) -> list[Span]:
+    def _emit(self, buffer: RunBuffer, found: list[Finding], where: Optional[Placement] = None) -> list[Span]:
         spans: list[Span] = []
         for f in found:
             calls = [c for c in (buffer.recent.get(s) for s in f.seqs) if c]
-            self._metrics.inc("findings_total", kind=f.kind, tool=f.tool or "")
-            _log.info(
+            self._metrics.inc("findings_total", kind=f.kind, tool=self._tool_label(f.tool))
+            _log.warning(
                 "finding %s/%s tool=%s run=%s seq=%d-%d: %s",
                 f.kind, f.severity, f.tool or "-", f.run_id, f.first_seq, f.last_seq, f.reason,
             )
-            where = place(calls, buffer.root_id, time.time_ns())
-            if where is None and buffer.first_trace:
-                now = time.time_ns()
-                where = Placement(bytes.fromhex(buffer.first_trace), bytes.fromhex(buffer.root_id or ""), now, now)
-            if where is not None:
-                spans.append(finding_span(f, calls, where))
+            spans.append(finding_span(f, calls, where or place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)))
         return spans
 
+    def _tool_label(self, tool: Optional[str]) -> str:
+        """Bounded metric labels: the policy's tools and the first few others, then "other"."""
+        if not tool:
+            return ""
+        if tool in self._fp.policy.tools or tool in self._tool_labels:
+            return tool
+        if len(self._tool_labels) < MAX_TOOL_LABELS:
+            self._tool_labels.add(tool)
+            return tool
+        return "other"
+
+    @staticmethod
+    def _fallback(buffer: RunBuffer) -> Placement:
+        now = time.time_ns()
+        trace = buffer.first_trace or "0" * 32
+        return place_at(bytes.fromhex(trace), bytes.fromhex(buffer.roots.get(trace, "")), now, now)

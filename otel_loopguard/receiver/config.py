@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Mapping, Optional
 
 from ..errors import LoopguardError
@@ -31,9 +32,10 @@ class ReceiverConfig:
     dedupe_size: int = 1_000_000  # (trace id, span id) pairs remembered
     dedupe_seconds: float = 600.0
     max_buffered_calls: int = 1_000_000  # backpressure above this many buffered calls
+    max_open_runs: int = 100_000  # ... or this many open runs
     forward_timeout_seconds: float = 5.0  # per request, retries included
     retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
-    insecure: bool = True  # plaintext gRPC to the downstream endpoint
+    insecure: bool = True  # plaintext gRPC downstream; false: TLS with the system's roots
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)
 
     def validate(self) -> "ReceiverConfig":
@@ -93,7 +95,10 @@ def from_sources(
             values[name] = _coerce(name, env[key], key)
     values.update({k: v for k, v in flags.items() if v is not None and k in names})
     if not values.get("forward") and values.get("findings_only"):
-        values["forward"] = _otlp_endpoint(env)
+        endpoint = _otlp_endpoint(env)
+        if endpoint is not None:
+            values["forward"], secure = endpoint
+            values.setdefault("insecure", not secure)
     return replace(ReceiverConfig(), **values).validate()
 
 
@@ -114,12 +119,25 @@ def _file_values(path: Path, names: set[str]) -> dict[str, Any]:
     return {k: _coerce(k, v, str(path)) if v is not None else None for k, v in data.items()}
 
 
-def _otlp_endpoint(env: Mapping[str, str]) -> Optional[str]:
-    """Findings-only default: the standard OTLP settings, as HOST:PORT for gRPC."""
-    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+def _otlp_endpoint(env: Mapping[str, str]) -> Optional[tuple[str, bool]]:
+    """Findings-only default: the standard OTLP gRPC endpoint as (HOST:PORT, use TLS).
+
+    As the OTLP exporter specification says for gRPC: `https` means TLS, `http`
+    plaintext, a missing port is 4317, and a path has no meaning (so it is refused
+    rather than silently dropped: `/v1/traces` suggests an OTLP/HTTP endpoint).
+    """
+    key = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") else "OTEL_EXPORTER_OTLP_ENDPOINT"
+    url = env.get(key)
     if not url:
         return None
-    for scheme in ("http://", "https://", "grpc://"):
-        if url.startswith(scheme):
-            url = url[len(scheme) :]
-    return url.rstrip("/")
+    parsed = urlsplit(url if "://" in url else f"http://{url}")
+    if parsed.path not in ("", "/"):
+        raise ConfigError(f"{key}: {url!r} has a path; the receiver sends OTLP/gRPC, give scheme://host:port")
+    if not parsed.hostname:
+        raise ConfigError(f"{key}: {url!r} names no host")
+    secure = parsed.scheme == "https"
+    insecure_env = env.get("OTEL_EXPORTER_OTLP_TRACES_INSECURE") or env.get("OTEL_EXPORTER_OTLP_INSECURE")
+    if insecure_env and insecure_env.strip().lower() == "true":
+        secure = False
+    host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+    return f"{host}:{parsed.port or 4317}", secure

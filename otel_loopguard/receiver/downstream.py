@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from dataclasses import dataclass
 from typing import Optional
 
 import grpc
@@ -42,24 +43,37 @@ def retryable(err: grpc.aio.AioRpcError) -> bool:
         return any(key == "google.rpc.retryinfo-bin" for key, _ in trailers)
     return err.code() in RETRYABLE
 SENT, RETRY_LATER, REJECTED = "sent", "retry_later", "rejected"
+# Downstream refusals that are about the data, not about the downstream itself.
+DATA_FAULTS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+@dataclass(frozen=True)
+class SendResult:
+    status: str
+    code: Optional[grpc.StatusCode] = None
+    detail: str = ""
 
 
 class Downstream:
-    def __init__(self, target: str, metrics: Metrics, max_message_bytes: int):
+    def __init__(self, target: str, metrics: Metrics, max_message_bytes: int, secure: bool = False):
         options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", 16 * 1024 * 1024),
         ]
         self.target = target
         self._metrics = metrics
-        self._channel = grpc.aio.insecure_channel(target, options=options)
+        self._channel = (
+            grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
+            if secure
+            else grpc.aio.insecure_channel(target, options=options)
+        )
         self._export = self._channel.unary_unary(
             EXPORT_METHOD,
             request_serializer=None,  # we send bytes we already have
             response_deserializer=ExportTraceServiceResponse.FromString,
         )
 
-    async def send(self, payload: bytes, timeout: float) -> str:
+    async def send(self, payload: bytes, timeout: float) -> SendResult:
         """SENT, RETRY_LATER (still failing at the deadline) or REJECTED (not retryable)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -68,15 +82,15 @@ class Downstream:
             remaining = deadline - loop.time()
             try:
                 await self._export(payload, timeout=max(remaining, 0.01))
-                return SENT
+                return SendResult(SENT)
             except grpc.aio.AioRpcError as err:
                 self._metrics.inc("export_failures_total")
                 if not retryable(err):
-                    _log.error("downstream %s rejected data: %s %s", self.target, err.code().name, err.details())
-                    return REJECTED
+                    _log.error("downstream %s refused: %s %s", self.target, err.code().name, err.details())
+                    return SendResult(REJECTED, err.code(), err.details() or "")
                 if loop.time() + delay >= deadline:
                     _log.warning("downstream %s unavailable: %s", self.target, err.code().name)
-                    return RETRY_LATER
+                    return SendResult(RETRY_LATER, err.code(), err.details() or "")
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             delay = min(delay * 2, 2.0)
 
@@ -87,9 +101,13 @@ class Downstream:
 class FindingQueue:
     """Finding and run spans on their way downstream, in batches, until delivered."""
 
-    def __init__(self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512):
+    def __init__(
+        self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512, timeout: float = 5.0
+    ):
         self._downstream = downstream
         self._metrics = metrics
+        self._timeout = timeout
+        self._in_flight = 0
         self._queue: asyncio.Queue[Span] = asyncio.Queue()
         self._capacity = capacity
         self._batch = batch
@@ -117,15 +135,22 @@ class FindingQueue:
 
     async def _deliver(self, batch: list[Span]) -> None:
         payload = export_request(batch).SerializeToString()
-        while True:
-            result = await self._downstream.send(payload, timeout=5.0)
-            if result != RETRY_LATER:
-                break
-        if result == SENT:
-            self._metrics.inc("finding_spans_exported_total", len(batch))
-        for _ in batch:
-            self._queue.task_done()
-        self._metrics.set_gauge("finding_queue", self._queue.qsize())
+        self._in_flight = len(batch)
+        try:
+            while True:
+                result = await self._downstream.send(payload, timeout=self._timeout)
+                if result.status != RETRY_LATER:
+                    break
+            if result.status == SENT:
+                self._metrics.inc("finding_spans_exported_total", len(batch))
+            else:
+                self._metrics.inc("finding_spans_dropped_total", len(batch))
+                _log.error("downstream refused %d finding spans (%s): dropped", len(batch), result.detail)
+        finally:
+            self._in_flight = 0
+            for _ in batch:
+                self._queue.task_done()
+            self._metrics.set_gauge("finding_queue", self._queue.qsize())
 
     async def drain(self, timeout: float) -> bool:
         """Wait until every queued span was delivered (or give up at the timeout)."""
@@ -133,7 +158,9 @@ class FindingQueue:
             await asyncio.wait_for(self._queue.join(), timeout)
             return True
         except asyncio.TimeoutError:
-            _log.error("shutdown: %d finding spans could not be delivered", self._queue.qsize())
+            lost = self._queue.qsize() + self._in_flight
+            self._metrics.inc("finding_spans_dropped_total", lost)
+            _log.error("shutdown: %d finding spans could not be delivered", lost)
             return False
 
     async def stop(self) -> None:

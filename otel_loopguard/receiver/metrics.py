@@ -22,6 +22,7 @@ HELP = {
     "dedupe_evictions_total": "Dedupe entries evicted by size or age.",
     "findings_total": "Findings emitted, by kind and tool.",
     "finding_spans_exported_total": "Finding and run summary spans delivered downstream.",
+    "finding_spans_dropped_total": "Finding and run spans the downstream refused, or not delivered by shutdown.",
     "export_failures_total": "Failed attempts to send downstream (retried).",
     "backpressure_total": "Requests answered UNAVAILABLE (downstream down or memory bound reached).",
     "invalid_requests_total": "Requests that were not a valid ExportTraceServiceRequest.",

@@ -20,6 +20,8 @@ from ..otlp.order import order_calls
 from ..score import GuardTrail, feed_in_order, score_fields
 
 MAX_KEPT_FINDINGS = 1000
+MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
+MAX_SKIPPED_RANGES = 1000
 RECENT_CALLS = 1024
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
@@ -52,12 +54,13 @@ class RunBuffer:
         self.findings: list[Finding] = []
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
-        self.skipped: set[int] = set()  # sequence numbers given up on after gap_wait
+        self.skipped: list[tuple[int, int]] = []  # [lo, hi) ranges given up on after gap_wait
         self.late_calls = 0
         self.incomplete = False
         self.integrity_error = False
         self.clock_skew = False
-        self.root_id: Optional[str] = None
+        self.skew_events = 0
+        self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
         self.root_ended_at: Optional[float] = None
         self.last_activity = now
         self.first_trace: Optional[str] = None
@@ -71,7 +74,7 @@ class RunBuffer:
 
     @property
     def buffered(self) -> int:
-        return len(self.pending) + len(self.untagged)
+        return len(self.pending) + len(self.untagged) + len(self.untagged_models)
 
     # -- input -----------------------------------------------------------------
     def add_call(self, raw: RawCall, now: float) -> list[Finding]:
@@ -89,11 +92,15 @@ class RunBuffer:
             for model in self.untagged_models:  # decisions seen before the first call
                 out += self._keep(self.run.observe_model(model))
             self.untagged_models = []
-        if raw.seq in self.skipped:
+        if not raw.finished:
+            out.append(self._unfinished(raw))
+        if any(lo <= raw.seq < hi for lo, hi in self.skipped):
             self.late_calls += 1  # it missed its gap's wait: reported incomplete already
             return out
         if raw.seq < self.next_seq or raw.seq in self.pending:
             return out + [self._conflict(raw)]
+        if raw.seq > self.next_seq + MAX_AHEAD:
+            return out + [self._conflict(raw, f"sequence {raw.seq} is far beyond the {self.next_seq - 1} calls seen")]
         self.pending[raw.seq] = (call, held)
         out += self._drain()
         self.gap_since = (self.gap_since or now) if self.pending else None
@@ -135,6 +142,7 @@ class RunBuffer:
         if call.start_ns:
             if call.start_ns + SKEW_TOLERANCE_NS < self._last_start:
                 self.clock_skew = True  # a later call started before an earlier one
+                self.skew_events += 1
             self._last_start = max(self._last_start, call.start_ns)
         self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
         if not raw.dispatched:
@@ -146,11 +154,12 @@ class RunBuffer:
         if not self.pending or self.gap_since is None or now - self.gap_since < wait:
             return []
         resume = min(self.pending)
-        missing = list(range(self.next_seq, resume))
-        self.skipped.update(missing[:10_000])
+        lo, hi = self.next_seq, resume  # bounded by MAX_AHEAD, never materialised
+        if len(self.skipped) < MAX_SKIPPED_RANGES:
+            self.skipped.append((lo, hi))
         self.next_seq = resume
         self.gap_since = now if self.pending else None
-        out = [self._incomplete(missing)] + self._drain()
+        out = [self._incomplete(lo, hi)] + self._drain()
         self.gap_since = now if self.pending else None
         return out
 
@@ -189,10 +198,11 @@ class RunBuffer:
         return self._keep(feed_in_order(self.run, self.untagged_models, executed))
 
     def score(self) -> tuple[str, dict[str, object]]:
+        unscorable = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}
         if self.integrity_error:
-            return "integrity_error", {"scorable": False, "release": None}
+            return "integrity_error", unscorable
         if self.incomplete:
-            return "incomplete_trace", {"scorable": False, "release": None}
+            return "incomplete_trace", unscorable
         return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts)
 
     # -- integrity findings ----------------------------------------------------
@@ -207,17 +217,22 @@ class RunBuffer:
         reason = f"digests under different key ids ({', '.join(sorted(self.key_ids))}) cannot be compared"
         return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason)])
 
-    def _conflict(self, raw: RawCall) -> Finding:
+    def _conflict(self, raw: RawCall, why: Optional[str] = None) -> Finding:
         self.integrity_error = True
-        reason = f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
+        reason = why or f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
         return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id)])[0]
 
-    def _incomplete(self, missing: list[int]) -> Finding:
+    def _incomplete(self, lo: int, hi: int) -> Finding:
         self.incomplete = True
-        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+        shown = ", ".join(map(str, range(lo, min(hi, lo + 10)))) + (" ..." if hi - lo > 10 else "")
         reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
-        f = Finding("incomplete_trace", WARN, missing[0], missing[-1], len(missing), (), (), reason)
+        f = Finding("incomplete_trace", WARN, lo, hi - 1, hi - lo, (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def _unfinished(self, raw: RawCall) -> Finding:
+        self.incomplete = True
+        reason = f"call {raw.seq or '?'} started but never finished: its result is unknown"
+        return self._keep([self._about("incomplete_trace", WARN, max(raw.seq, 0), reason, raw.span_id)])[0]
 
     def span_conflict(self, span_id: str, seq: int) -> Finding:
         reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"

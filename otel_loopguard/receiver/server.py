@@ -63,8 +63,8 @@ async def start(config: ReceiverConfig) -> Running:
     key = load_key(key_file=config.key_file) if config.key_file else load_key()
     metrics = Metrics()
     assert config.forward is not None  # validate() guarantees a downstream
-    downstream = Downstream(config.forward, metrics, config.max_receive_bytes)
-    findings = FindingQueue(downstream, metrics)
+    downstream = Downstream(config.forward, metrics, config.max_receive_bytes, secure=not config.insecure)
+    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics)
@@ -109,6 +109,7 @@ async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metric
         try:
             findings.put(assembler.tick())
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
+            metrics.set_gauge("runs_open", len(assembler.runs))
         except Exception:  # a bug here must not stop the receiver; it is logged loudly
             _log.exception("run completion failed")
 

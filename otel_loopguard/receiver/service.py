@@ -1,18 +1,23 @@
 """The OTLP/gRPC TraceService: dedupe, forward, then detect, or tell the sender to retry.
 
-Order of operations per request, under one lock so dedupe stays exact:
+Order of operations per request:
 1. Memory at its bound -> UNAVAILABLE with RetryInfo (nothing accepted).
 2. Decode; reject invalid spans (partial success with a message).
-3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped).
+3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped),
+   and reserve the new ones. A span another request is still forwarding makes
+   this request retry later, rather than be dropped as a duplicate of a
+   delivery that may yet fail.
 4. Inline mode: forward the original bytes when nothing was dropped, else a
-   filtered copy. If downstream stays down -> UNAVAILABLE with RetryInfo and
-   nothing is remembered, so the sender's retry is not mistaken for a duplicate.
+   filtered copy, without holding anything else up. If the downstream stays
+   down -> UNAVAILABLE with RetryInfo and nothing is remembered, so the
+   sender's retry is not mistaken for a duplicate.
 5. Only then remember the spans and feed the detectors; findings are queued.
+
+Steps 3 and 5 contain no await, so on the event loop each runs as one piece.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Optional
 
@@ -30,7 +35,7 @@ from .assembly import RunAssembler
 from .config import ReceiverConfig
 from .decode import Decoded, DecodedRequest, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
-from .downstream import REJECTED, SENT, Downstream, FindingQueue
+from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -53,7 +58,7 @@ class TraceReceiver:
         self._downstream = None if config.findings_only else downstream
         self._findings = findings
         self._metrics = metrics
-        self._lock = asyncio.Lock()
+        self._in_flight: set[bytes] = set()
 
     def handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -64,33 +69,46 @@ class TraceReceiver:
         return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
 
     async def export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
-        async with self._lock:
-            if self._overloaded():
-                await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
-            decoded = await self._decode(data, context)
-            fresh, dropped = self._classify(decoded.spans)
+        if self._overloaded():
+            await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
+        decoded = await self._decode(data, context)
+        fresh, dropped = self._classify(decoded.spans)
+        if any(d.key in self._in_flight for d in fresh):
+            await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
+        keys = {d.key for d in fresh}
+        self._in_flight |= keys
+        try:
             if self._downstream is not None:
-                await self._forward(data, fresh, dropped or bool(decoded.rejected), context)
-            # Counted once accepted: a refused request is counted when its retry lands.
-            self._metrics.inc("spans_received_total", len(decoded.spans))
-            self._metrics.inc("spans_rejected_total", len(decoded.rejected))
-            for _, verdict in dropped:
-                self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
-            for d in fresh:
-                self._deduper.remember(d.key, d.content)
-            self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
-            spans = self._assembler.accept(fresh)
-            for d, verdict in dropped:
-                spans += self._assembler.duplicate(d) if verdict == DUPLICATE else self._assembler.conflict(d)
-            self._findings.put(spans)
-            self._metrics.set_gauge("buffered_calls", self._assembler.buffered_calls)
+                await self._forward(data, fresh, bool(dropped) or bool(decoded.rejected), context)
+        finally:
+            self._in_flight -= keys
+        self._accept(decoded.spans, decoded.rejected, fresh, dropped)
         return _response(decoded.rejected)
 
+    def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
+        """Remember and judge an accepted request. Counted only now: a refused request
+        is counted when its retry lands."""
+        self._metrics.inc("spans_received_total", len(spans))
+        self._metrics.inc("spans_rejected_total", len(rejected))
+        for _, verdict in dropped:
+            self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
+        for d in fresh:
+            self._deduper.remember(d.key, d.content)
+        self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
+        out = self._assembler.accept(fresh)
+        for d, verdict in dropped:
+            out += self._assembler.duplicate(d) if verdict == DUPLICATE else self._assembler.conflict(d)
+        self._findings.put(out)
+
     def _overloaded(self) -> bool:
-        return self._findings.full or self._assembler.buffered_calls >= self._config.max_buffered_calls
+        a, c = self._assembler, self._config
+        return self._findings.full or a.buffered_calls >= c.max_buffered_calls or len(a.runs) >= c.max_open_runs
 
     async def _decode(self, data: bytes, context: grpc.aio.ServicerContext) -> DecodedRequest:
         try:
+            # The full parse validates everything (UTF-8 strings included) for well under
+            # a microsecond a span; the reduced schema then serves the hot path.
+            ExportTraceServiceRequest.FromString(data)
             return decode(data, self._config.run_id_attribute)
         except (DecodeError, RuntimeError) as exc:
             self._metrics.inc("invalid_requests_total")
@@ -131,10 +149,15 @@ class TraceReceiver:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a valid OTLP ExportTraceServiceRequest: {exc}")
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
-        if result == SENT:
+        if result.status == SENT:
             self._metrics.inc("spans_forwarded_total", len(fresh))
-        elif result == REJECTED:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the downstream endpoint rejected these spans")
+        elif result.status == REJECTED and result.code in DATA_FAULTS:
+            # The data itself is refused (malformed, too large): retrying cannot help.
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the downstream endpoint rejected these spans: {result.detail}")
+        elif result.status == REJECTED:
+            # Our own misconfiguration (auth, wrong endpoint): keep the data at the sender.
+            code = result.code.name if result.code else "error"
+            await self._retry_later(context, f"downstream {self._downstream.target} refused the spans ({code}); retry later")
         else:
             await self._retry_later(context, f"downstream {self._downstream.target} is unavailable; retry later")
 

@@ -108,3 +108,23 @@ def test_the_same_write_for_one_tenant_is_a_duplicate() -> None:
     for _ in range(2):
         h.call(REFUND, {"order_id": "A12", "amount": 25}, {"status": "accepted"}, identity={"tenant": "acme"})
     assert briefs(h.findings, "duplicate_write") == [("duplicate_write", "stop", 1, 2, 2)]
+
+
+def test_redacted_spans_of_different_writes_are_not_duplicates() -> None:
+    """Spans tagged by the processor carry digests, not arguments: two different
+    refunds must not share a write identity."""
+    from otel_loopguard.calls import RawCall
+    from otel_loopguard.detect import Run
+    from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
+    from otel_loopguard.policy import policy_from_mapping
+
+    policy = policy_from_mapping({"tools": {"issue_refund": {"idempotency_key": "key"}}})
+    fp = Fingerprinter(load_key(key=b"k" * 32), policy)
+    run = Run("r", policy)
+    found = []
+    for seq, digest in ((1, "a" * 32), (2, "b" * 32)):
+        raw = RawCall(seq=seq, tool="issue_refund", args_digest=digest, result_digest="c" * 32)
+        found += run.observe(fingerprint_call(raw, fp))
+    assert [f.kind for f in found if f.kind == "duplicate_write"] == []
+    raw = RawCall(seq=3, tool="issue_refund", args_digest="a" * 32, result_digest="c" * 32)
+    assert [f.kind for f in run.observe(fingerprint_call(raw, fp))] == ["duplicate_write"]

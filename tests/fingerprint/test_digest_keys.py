@@ -155,11 +155,13 @@ def test_key_errors_are_loopguard_errors() -> None:
     assert issubclass(KeyConfigError, LoopguardError)
 
 
-def test_missing_key_file_is_an_error_naming_the_file(tmp_path: Path) -> None:
+def test_missing_key_file_is_an_error_naming_the_setting_not_the_value(tmp_path: Path) -> None:
+    # The value is not echoed: it may be a key pasted into the path setting by mistake.
     path = tmp_path / "no-such-key"
     with pytest.raises(KeyConfigError) as info:
         load_key({"OTEL_LOOPGUARD_KEY_FILE": str(path)})
-    assert str(path) in str(info.value)
+    assert "OTEL_LOOPGUARD_KEY_FILE" in str(info.value)
+    assert str(path) not in str(info.value)
 
 
 def test_directory_as_key_file_is_an_error(tmp_path: Path) -> None:
@@ -335,3 +337,13 @@ def test_digest_key_cannot_be_pickled(protocol: int) -> None:
 def test_digest_key_cannot_be_deep_copied() -> None:
     with pytest.raises(TypeError):
         copy.deepcopy(DigestKey(SECRET_BYTES))
+
+
+def test_a_key_pasted_into_the_key_file_setting_is_not_echoed(tmp_path, monkeypatch) -> None:
+    from otel_loopguard.errors import KeyConfigError
+    from otel_loopguard.fingerprint import load_key
+
+    secret = "hex:8f1c0a9b7d6e5f4a3b2c1d0e9f8a7b6c"
+    with pytest.raises(KeyConfigError) as caught:
+        load_key({"OTEL_LOOPGUARD_KEY_FILE": secret})
+    assert "8f1c0a9b" not in str(caught.value)
