@@ -208,8 +208,8 @@ class RunBuffer:
     # -- integrity findings ----------------------------------------------------
     def _key_check(self, raw: RawCall) -> list[Finding]:
         key_id = self._fp.key_id if raw.key_id == LOCAL_KEY else raw.key_id
-        if key_id is None or key_id in self.key_ids:
-            return []
+        if key_id is None or key_id in self.key_ids or len(self.key_ids) >= 2:
+            return []  # two ids already make the run an integrity error; no need for more
         self.key_ids.add(key_id)
         if len(self.key_ids) != 2:
             return []
