@@ -47,6 +47,7 @@ def _demo(args: argparse.Namespace) -> int:
         files = sorted(Path(folder).glob("*.ndjson"))
         print(f"Auditing {len(files)} bundled example traces ({', '.join(f.name for f in files)}):\n")
         args.files, args.format, args.policy, args.key_file = files, "text", None, None
+        args.run_id_attribute = None
         status = audit_command.run(args)
     print(
         f"audit exit status would be {status} (0 pass, 1 a run fails the release rule, 2 bad input, "

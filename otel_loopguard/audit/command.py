@@ -29,12 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--policy", type=Path, help="policy file (YAML or JSON)")
     parser.add_argument("--key-file", type=Path, help="digest key file (default: OTEL_LOOPGUARD_KEY[_FILE])")
+    parser.add_argument(
+        "--run-id-attribute", metavar="NAME", help="group OTLP spans into runs by this attribute (as serve does)"
+    )
 
 
 def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     try:
-        reports = audit(args.files, args.policy, args.key_file)
+        reports = audit(args.files, args.policy, args.key_file, getattr(args, "run_id_attribute", None))
     except LoopguardError as exc:
         print(f"otel-loopguard audit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -42,10 +45,15 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     return exit_status(reports)
 
 
-def audit(files: list[Path], policy_file: Optional[Path] = None, key_file: Optional[Path] = None) -> list[RunReport]:
+def audit(
+    files: list[Path],
+    policy_file: Optional[Path] = None,
+    key_file: Optional[Path] = None,
+    run_id_attribute: Optional[str] = None,
+) -> list[RunReport]:
     policy = load_policy(policy_file)
     fp = Fingerprinter(load_key(key_file=key_file) if key_file else load_key(), policy)
-    runs = read_runs(files)
+    runs = read_runs(files, run_id_attribute)
     if not runs:
         _log.warning("no tool calls found in %s", ", ".join(map(str, files)))
     return [judge(r, fp) for r in runs]

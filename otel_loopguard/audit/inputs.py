@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -25,9 +25,9 @@ PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
-def read_runs(paths: Iterable[Path]) -> list[RunInput]:
+def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None) -> list[RunInput]:
     records = RunBuilder()
-    spans = SpanCollector()
+    spans = SpanCollector(run_id_attribute)
     for path in paths:
         _read_file(Path(path), records, spans)
     for run_id, calls, models, facts in spans.runs():

@@ -32,7 +32,8 @@ class _Model:
 class SpanCollector:
     """Accumulates spans (from any number of requests), then yields runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_id_attribute: Optional[str] = None) -> None:
+        self._run_attr = run_id_attribute
         self._tools: dict[str, list[RawCall]] = {}
         self._models: dict[str, list[_Model]] = {}
         self._facts: dict[str, RunFacts] = {}
@@ -45,7 +46,7 @@ class SpanCollector:
 
     def _add_span(self, span: Span) -> None:
         attrs = attributes(span.attributes)
-        run_id = str(attrs.get(conv.RUN_ID) or span.trace_id.hex())
+        run_id = run_id_of(attrs, span.trace_id, self._run_attr)
         self._note_facts(run_id, attrs)
         found = recognise(attrs, span.status.code == _ERROR)
         if isinstance(found, ToolSpan):
@@ -74,6 +75,12 @@ class SpanCollector:
             calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
+
+
+def run_id_of(attrs: dict[str, Any], trace_id: bytes, run_id_attribute: Optional[str]) -> str:
+    """The processor's `loopguard.run.id`, else the configured attribute, else the trace id."""
+    run_id = attrs.get(conv.RUN_ID) or (attrs.get(run_id_attribute) if run_id_attribute else None)
+    return str(run_id) if run_id else trace_id.hex()
 
 
 def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:

@@ -16,7 +16,7 @@ from ..calls import ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.spans import span_call
+from ..otlp.spans import run_id_of, span_call
 from ..otlp.lite import LiteRequest, decode_attributes
 
 _MARKERS = frozenset(
@@ -116,8 +116,7 @@ def _decode_span(
     found = recognise(values, span.status.code == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return d
-    run_id = values.get(conv.RUN_ID) or (values.get(run_attr) if run_attr else None)
-    d.run_id = str(run_id) if run_id else trace_id.hex()
+    d.run_id = run_id_of(values, trace_id, run_attr)
     if isinstance(found, ToolSpan):
         d.call = span_call(span, values, found)
     elif isinstance(found, ModelSpan):
