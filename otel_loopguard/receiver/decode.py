@@ -7,7 +7,9 @@ get their attributes decoded. Invalid spans are rejected with a reason.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
@@ -65,7 +67,7 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
     needed = _NEEDED_BYTES | {run_id_attribute.encode()} if run_id_attribute else _NEEDED_BYTES
     markers = _MARKERS | {run_id_attribute} if run_id_attribute else _MARKERS
     # Raw key bytes: a marker's bytes inside an attribute blob mean "decode this span".
-    probes = tuple(m.encode() for m in markers) if _mentions_any(data, markers) else ()
+    probes = _probe(markers) if _mentions_any(data, markers) else None
     out = DecodedRequest([], [])
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
@@ -80,6 +82,12 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
 
 def _mentions_any(data: bytes, markers: frozenset[str]) -> bool:
     return any(m.encode() in data for m in markers)
+
+
+@lru_cache(maxsize=8)
+def _probe(markers: frozenset[str]) -> "re.Pattern[bytes]":
+    """One C-level search for any marker key, instead of one substring test per marker."""
+    return re.compile(b"|".join(re.escape(m.encode()) for m in sorted(markers)))
 
 
 def _zero(trace_id: bytes, span_id: bytes) -> bool:
@@ -101,7 +109,7 @@ def _decode_span(
     trace_id: bytes,
     span_id: bytes,
     parent: bytes,
-    probes: tuple[bytes, ...],
+    probes: "Optional[re.Pattern[bytes]]",
     needed: frozenset[bytes],
     run_attr: Optional[str],
 ) -> Decoded:
@@ -110,7 +118,7 @@ def _decode_span(
     # A re-delivery repeats times, parent and attributes exactly; another span does not.
     blob = b"".join(raw)
     d = Decoded(where, trace_id + span_id, hash((start, end, parent, blob)), trace_id, span_id, parent, start, end)
-    if not probes or not any(p in blob for p in probes):
+    if probes is None or probes.search(blob) is None:
         return d
     values = decode_attributes(raw, needed)
     found = recognise(values, span.status.code == _ERROR)
