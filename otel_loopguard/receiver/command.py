@@ -12,13 +12,12 @@ from .config import from_sources
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", help="OTLP/gRPC address to serve (default 127.0.0.1:4327)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--forward", metavar="HOST:PORT", help="inline: forward every unique span plus findings here")
-    mode.add_argument(
+    parser.add_argument("--forward", metavar="HOST:PORT", help="inline: forward every unique span plus findings here")
+    parser.add_argument(
         "--findings-only",
         action="store_true",
         default=None,
-        help="send only findings (to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT)",
+        help="send only findings: to --forward if given, else to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT",
     )
     parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON)")
     parser.add_argument("--config", metavar="FILE", help="receiver settings file (YAML); see docs/receiver.md")

@@ -36,6 +36,9 @@ _NEEDED = frozenset(
 )
 _NEEDED_BYTES = frozenset(k.encode("utf-8") for k in _NEEDED)
 _ERROR = Status.STATUS_CODE_ERROR
+# Our own finding and run spans are never judged again (they carry loopguard.tool.name):
+# a pipeline that routes them back through the receiver must not see loops made of findings.
+_OWN_SPANS = frozenset({b"loopguard.finding", b"loopguard.run"})
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
@@ -118,7 +121,7 @@ def _decode_span(
     # A re-delivery repeats times, parent and attributes exactly; another span does not.
     blob = b"".join(raw)
     d = Decoded(where, trace_id + span_id, hash((start, end, parent, blob)), trace_id, span_id, parent, start, end)
-    if probes is None or probes.search(blob) is None:
+    if probes is None or probes.search(blob) is None or span.name in _OWN_SPANS:
         return d
     values = decode_attributes(raw, needed)
     found = recognise(values, span.status.code == _ERROR)

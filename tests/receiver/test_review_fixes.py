@@ -116,3 +116,33 @@ def test_findings_only_endpoint_follows_the_otlp_settings(url: str, forward: str
 def test_an_otlp_http_path_is_refused_with_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="has a path"):
         from_sources({"findings_only": True}, env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"})
+
+
+def test_findings_only_takes_forward_as_its_destination() -> None:
+    import argparse
+
+    from otel_loopguard.receiver.command import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--findings-only", "--forward", "backend:4317"])
+    config = from_sources({k: v for k, v in vars(args).items() if k != "config"}, env={})
+    assert (config.findings_only, config.forward) == (True, "backend:4317")
+
+
+def test_finding_spans_routed_back_are_forwarded_but_never_judged(sink: Sink) -> None:
+    receiver = ReceiverThread(make_config(sink.port))
+    try:
+        run = TaggedRun(seed=91)
+        channel, stub = export_stub(receiver.port)
+        stub.Export(request_of([run.call(s) for s in range(1, 6)] + [run.root()]), timeout=10)
+        findings = wait_for(lambda: [f for f in sink.named("loopguard.finding")
+                                     if attr(f, "loopguard.finding.severity") == "stop"], what="stop finding")
+        before = len(sink.named("loopguard.finding"))
+        stub.Export(request_of(findings), timeout=10)  # a pipeline loop sends them back
+        channel.close()
+        time.sleep(1.0)
+        assert len(sink.named("loopguard.finding")) == before + len(findings)  # forwarded once, nothing new
+        assert [s for s in sink.named("loopguard.run") if attr(s, "loopguard.run.id") != run.run_id] == []
+    finally:
+        receiver.stop()
