@@ -9,4 +9,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+
+def install(**kwargs: object) -> "object":
+    """Add otel-loopguard to the application's tracing (see otel_loopguard.processor.install)."""
+    from .processor import install as _install  # the SDK is imported only when installing
+
+    return _install(**kwargs)  # type: ignore[arg-type]
+
+
+__all__ = ["__version__", "install"]

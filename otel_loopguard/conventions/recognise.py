@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from .attributes import OUTCOME, TOOL_NAME
+from .payloads import unwrap_arguments, unwrap_result
+
+# OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
+# traceloop.entity.name on others (research/conventions/FINDINGS.md).
+_TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
 from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
 
 @dataclass(frozen=True)
@@ -59,15 +64,16 @@ def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
-    tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool)
+    tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, _TOOL_NAME_FALLBACKS)
     call_id = _first(attributes, conv.call_id)
+    result, result_error = unwrap_result(_first(attributes, conv.result))
     return ToolSpan(
         convention=conv.name,
         tool=str(tool) if tool is not None else "unknown",
         call_id=str(call_id) if call_id is not None else None,
-        arguments=_first(attributes, conv.arguments),
-        result=_first(attributes, conv.result),
-        error=_is_error(attributes, status_error),
+        arguments=unwrap_arguments(_first(attributes, conv.arguments)),
+        result=result,
+        error=_is_error(attributes, status_error) or result_error,
     )
 
 

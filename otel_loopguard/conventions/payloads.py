@@ -1,0 +1,60 @@
+"""Framework wrappers around tool arguments and results, peeled off before fingerprinting.
+
+Learned from real spans (research/conventions/FINDINGS.md):
+- OpenLLMetry on LangChain wraps arguments as {"input_str", "tags", "metadata",
+  "inputs", "kwargs"}; only `inputs` is stable (metadata holds per-call ids).
+- LangChain results are serialised ToolMessages that embed the per-call
+  `tool_call_id`; only `content` and `status` describe the outcome.
+  OpenInference: {"type": "tool", "data": {...}}; OpenLLMetry:
+  {"output": {"lc": 1, "kwargs": {...}}, ...}.
+Anything else is returned untouched. Substring tests keep the common path cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+
+def _parsed(value: Any, needle: str) -> Optional[dict[str, Any]]:
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str) or needle not in value:
+        return None
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def unwrap_arguments(value: Any) -> Any:
+    obj = _parsed(value, '"input_str"')
+    if obj is not None and "input_str" in obj and "inputs" in obj:
+        return obj["inputs"]
+    return value
+
+
+def unwrap_result(value: Any) -> tuple[Any, bool]:
+    """(the outcome-bearing part of a result, whether it reports an error)."""
+    obj = _parsed(value, '"tool_call_id"')
+    if obj is None:
+        return value, False
+    message = _tool_message(obj)
+    if message is None:
+        return value, False
+    status = message.get("status")
+    return {"content": message.get("content"), "status": status}, status == "error"
+
+
+def _tool_message(obj: dict[str, Any]) -> Optional[dict[str, Any]]:
+    data = obj.get("data")
+    if obj.get("type") == "tool" and isinstance(data, dict) and "tool_call_id" in data:
+        return data  # OpenInference
+    output = obj.get("output")
+    kwargs = output.get("kwargs") if isinstance(output, dict) else None
+    if isinstance(kwargs, dict) and "tool_call_id" in kwargs:
+        return kwargs  # OpenLLMetry (LangChain serialisation)
+    if "tool_call_id" in obj and "content" in obj:
+        return obj  # a bare ToolMessage dict
+    return None

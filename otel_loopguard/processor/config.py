@@ -1,0 +1,68 @@
+"""In-process settings: arguments beat OTEL_LOOPGUARD_* variables beat defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Optional
+
+from ..errors import LoopguardError
+
+MODES = ("observe", "enforce")
+
+
+class ProcessorConfigError(LoopguardError):
+    """An install() argument or OTEL_LOOPGUARD_* variable is invalid; names the setting."""
+
+
+@dataclass(frozen=True)
+class ProcessorConfig:
+    mode: str = "observe"  # enforce: the guard adapters deny looping calls before dispatch
+    redact: bool = False  # remove raw arguments/results from exported tool spans
+    policy: Optional[str] = None  # policy file (YAML/JSON)
+    run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: the trace)
+    queue_size: int = 10_000  # tool/model spans waiting to be tagged; beyond: exported untagged
+    max_runs: int = 10_000  # runs whose state is kept in memory (least recent dropped)
+
+    def validate(self) -> "ProcessorConfig":
+        if self.mode not in MODES:
+            raise ProcessorConfigError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.queue_size < 1 or self.max_runs < 1:
+            raise ProcessorConfigError("queue_size and max_runs must be >= 1")
+        return self
+
+
+_ENV = {
+    "mode": "OTEL_LOOPGUARD_MODE",
+    "redact": "OTEL_LOOPGUARD_REDACT",
+    "policy": "OTEL_LOOPGUARD_POLICY",
+    "run_id_attribute": "OTEL_LOOPGUARD_RUN_ID_ATTRIBUTE",
+    "queue_size": "OTEL_LOOPGUARD_QUEUE_SIZE",
+    "max_runs": "OTEL_LOOPGUARD_MAX_RUNS",
+}
+
+
+def resolve(arguments: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> ProcessorConfig:
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for name, var in _ENV.items():
+        raw = env.get(var)
+        if raw:
+            values[name] = _coerce(name, raw, var)
+    values.update({k: v for k, v in arguments.items() if v is not None})
+    return replace(ProcessorConfig(), **values).validate()
+
+
+def _coerce(name: str, raw: str, var: str) -> Any:
+    default = getattr(ProcessorConfig(), name)
+    if isinstance(default, bool):
+        lowered = raw.strip().lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise ProcessorConfigError(f"{var}: expected true or false, got {raw!r}")
+        return lowered in ("true", "1")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ProcessorConfigError(f"{var}: expected an integer, got {raw!r}") from None
+    return raw.strip()

@@ -1,0 +1,131 @@
+"""`otel_loopguard.install()`: one line in the application's tracing setup.
+
+It finds the global SDK TracerProvider (or creates one that exports over OTLP
+per the standard OTEL_EXPORTER_OTLP_* settings), puts the loop guard in front of
+the span processors it already has (and any added later), and returns a handle.
+Calling it again returns the same handle.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+from ..errors import LoopguardError
+from ..fingerprint import Fingerprinter, load_key
+from ..policy import load_policy
+from .config import ProcessorConfig, resolve
+from .span_processor import LoopguardSpanProcessor
+from .tagger import Tagger
+
+_log = logging.getLogger("otel_loopguard.processor")
+_lock = threading.Lock()
+_HANDLE_ATTR = "_otel_loopguard_handle"
+
+
+@dataclass(frozen=True)
+class LoopguardHandle:
+    mode: str
+    key_id: str
+    processor: LoopguardSpanProcessor
+    provider: TracerProvider
+
+    def shutdown(self) -> None:
+        """Flush and stop; the provider's own shutdown does the same."""
+        self.processor.shutdown()
+
+
+def build_tagger(
+    config: Optional[ProcessorConfig] = None,
+    *,
+    key: Optional[bytes | str] = None,
+    key_file: Optional[str] = None,
+) -> Tagger:
+    config = config or resolve({})
+    digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
+    return Tagger(Fingerprinter(digest_key, load_policy(config.policy)), config)
+
+
+def install(
+    *,
+    mode: Optional[str] = None,
+    redact: Optional[bool] = None,
+    policy: Optional[str] = None,
+    run_id_attribute: Optional[str] = None,
+    key: Optional[bytes | str] = None,
+    key_file: Optional[str] = None,
+    tracer_provider: Optional[TracerProvider] = None,
+) -> LoopguardHandle:
+    """Add otel-loopguard to tracing. Arguments override OTEL_LOOPGUARD_* settings."""
+    config = resolve({"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute})
+    with _lock:
+        provider = tracer_provider or _global_provider()
+        existing = getattr(provider, _HANDLE_ATTR, None)
+        if existing is not None:
+            return existing
+        tagger = build_tagger(config, key=key, key_file=key_file)
+        processor = LoopguardSpanProcessor(_take_processors(provider), tagger, config.queue_size)
+        _wrap_future_processors(provider, processor)
+        handle = LoopguardHandle(config.mode, tagger.key_id, processor, provider)
+        setattr(provider, _HANDLE_ATTR, handle)
+    _log.info("otel-loopguard installed: mode %s, key id %s", config.mode, tagger.key_id)
+    return handle
+
+
+def _global_provider() -> TracerProvider:
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, TracerProvider):
+        return provider
+    if type(provider).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        raise LoopguardError(
+            f"the global tracer provider is a {type(provider).__name__}, not the OpenTelemetry SDK's "
+            "TracerProvider; pass tracer_provider= to install()"
+        )
+    return _new_provider()
+
+
+def _new_provider() -> TracerProvider:
+    """No SDK provider yet: one that exports over OTLP/gRPC per OTEL_EXPORTER_OTLP_*."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _multi(provider: TracerProvider) -> Any:
+    multi = getattr(provider, "_active_span_processor", None)
+    if multi is None or not hasattr(multi, "_span_processors"):
+        raise LoopguardError("this TracerProvider does not expose its span processors; add "
+                             "LoopguardSpanProcessor yourself around your exporter's processor")
+    return multi
+
+
+def _take_processors(provider: TracerProvider) -> list[SpanProcessor]:
+    """Move the provider's processors behind the guard: they get tagged spans."""
+    multi = _multi(provider)
+    with multi._lock:  # noqa: SLF001 - the SDK's documented extension point has no API for this
+        taken = list(multi._span_processors)  # noqa: SLF001
+        multi._span_processors = ()  # noqa: SLF001
+    return taken
+
+
+def _wrap_future_processors(provider: TracerProvider, guard: LoopguardSpanProcessor) -> None:
+    multi = _multi(provider)
+    with multi._lock:  # noqa: SLF001
+        multi._span_processors = (guard,)  # noqa: SLF001
+    original = provider.add_span_processor
+
+    def add_span_processor(span_processor: SpanProcessor) -> None:
+        # Processors added after install() also receive tagged spans.
+        guard.add_delegate(span_processor)
+
+    provider.add_span_processor = add_span_processor  # type: ignore[method-assign]
+    provider._otel_loopguard_original_add = original  # type: ignore[attr-defined]
