@@ -76,6 +76,8 @@ class Fingerprinter:
     def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
         if parsed.form != "json" or not isinstance(parsed.value, Mapping):
             return parsed
+        if not rule.ignore_fields and not rule.defaults:
+            return parsed  # unchanged, so it keeps the source text that spares a walk
         value = parsed.value
         if rule.ignore_fields:
             value = without_paths(value, rule.ignore_fields, match=False)

@@ -37,6 +37,8 @@ _STOP = object()
 class LoopguardSpanProcessor(SpanProcessor):
     def __init__(self, delegates: Sequence[SpanProcessor], tagger: Tagger, queue_size: int = 10_000):
         self._delegates: list[SpanProcessor] = list(delegates)
+        # The SDK's private pre-end hook, looked up once rather than per span.
+        self._endings = [h for h in (getattr(d, "_on_ending", None) for d in self._delegates) if h is not None]
         self._tagger = tagger
         self._queue: "queue.Queue[object]" = queue.Queue(maxsize=queue_size)
         self.passed_untagged = 0  # spans handed on untagged because the queue was full
@@ -47,6 +49,7 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     def add_delegate(self, processor: SpanProcessor) -> None:
         self._delegates = [*self._delegates, processor]
+        self._endings = [h for h in (getattr(d, "_on_ending", None) for d in self._delegates) if h is not None]
 
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
@@ -54,10 +57,8 @@ class LoopguardSpanProcessor(SpanProcessor):
             delegate.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
-        for delegate in self._delegates:
-            hook = getattr(delegate, "_on_ending", None)
-            if hook is not None:
-                hook(span)
+        for hook in self._endings:
+            hook(span)
 
     def on_end(self, span: ReadableSpan) -> None:
         try:

@@ -1,0 +1,129 @@
+#!/usr/bin/env python
+"""Benchmark of the in-process processor against a BatchSpanProcessor-only setup.
+
+    .venv/bin/python bench/bench_processor.py [--json]
+
+Both setups export to a do-nothing exporter in the same process, so only
+tracing cost is measured:
+1. application thread, per span: time from span start to `end()` returning,
+   for tool spans (GenAI conventions, small arguments) and for plain spans;
+2. total CPU per span (process time, which includes the worker thread that
+   fingerprints, judges and tags), after a flush.
+Figures are reported next to the baseline; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+try:
+    import otel_loopguard  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from otel_loopguard.processor import install
+
+
+class NullExporter(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _provider(guarded: bool) -> TracerProvider:
+    tp = TracerProvider()
+    tp.add_span_processor(BatchSpanProcessor(NullExporter(), max_queue_size=100_000, schedule_delay_millis=50))
+    if guarded:
+        install(tracer_provider=tp, key=b"bench-key-0123456789", mode="observe")
+    return tp
+
+
+ARGS = [json.dumps({"order_id": f"A{i % 50}", "include_items": True, "limit": 10}) for i in range(1000)]
+RESULT = json.dumps({"status": "delivered", "version": 7})
+
+
+def _tool_spans(tp: TracerProvider, n: int) -> float:
+    tracer = tp.get_tracer("bench")
+    app = 0.0
+    with tracer.start_as_current_span("agent"):
+        for i in range(n):
+            t0 = time.perf_counter()
+            span = tracer.start_span("execute_tool lookup_order")
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.name", "lookup_order")
+            span.set_attribute("gen_ai.tool.call.arguments", ARGS[i % 1000])
+            span.set_attribute("gen_ai.tool.call.result", RESULT)
+            span.end()
+            app += time.perf_counter() - t0
+    return app
+
+
+def _plain_spans(tp: TracerProvider, n: int) -> float:
+    tracer = tp.get_tracer("bench")
+    app = 0.0
+    for i in range(n):
+        t0 = time.perf_counter()
+        span = tracer.start_span("chain step")
+        span.set_attribute("app.step", i)
+        span.set_attribute("app.flow", "support")
+        span.end()
+        app += time.perf_counter() - t0
+    return app
+
+
+def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
+    tp = _provider(guarded)
+    gc.collect()
+    cpu0 = time.process_time()
+    app = (_tool_spans if kind == "tool" else _plain_spans)(tp, n)
+    tp.force_flush()
+    cpu = time.process_time() - cpu0
+    tp.shutdown()
+    return {"app_us": app / n * 1e6, "cpu_us": cpu / n * 1e6}
+
+
+def best(kind: str, guarded: bool, n: int, repeats: int = 3) -> dict[str, float]:
+    runs = [measure(kind, guarded, n) for _ in range(repeats)]
+    return {k: min(r[k] for r in runs) for k in runs[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--spans", type=int, default=5000)
+    args = parser.parse_args()
+    result: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    for kind in ("tool", "plain"):
+        base, ours = best(kind, False, args.spans), best(kind, True, args.spans)
+        result[kind] = {
+            "baseline_app_us": round(base["app_us"], 2),
+            "guarded_app_us": round(ours["app_us"], 2),
+            "added_app_us": round(ours["app_us"] - base["app_us"], 2),
+            "baseline_cpu_us": round(base["cpu_us"], 2),
+            "guarded_cpu_us": round(ours["cpu_us"], 2),
+            "added_cpu_us": round(ours["cpu_us"] - base["cpu_us"], 2),
+            "app_ratio": round(ours["app_us"] / base["app_us"], 2),
+        }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"python {result['python']}, {result['cpus']} cpus, {args.spans} spans per measurement, best of 3")
+    for kind in ("tool", "plain"):
+        r = result[kind]
+        print(f"{kind:5} span: app thread {r['baseline_app_us']:.2f} -> {r['guarded_app_us']:.2f} us "
+              f"(+{r['added_app_us']:.2f} us, {r['app_ratio']}x); total CPU {r['baseline_cpu_us']:.2f} -> "
+              f"{r['guarded_cpu_us']:.2f} us (+{r['added_cpu_us']:.2f} us)")
+
+
+if __name__ == "__main__":
+    main()
