@@ -54,6 +54,15 @@ def resolve(arguments: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
 
 
 def _coerce(name: str, raw: str, var: str) -> Any:
+    value = _convert(name, raw, var)
+    try:  # each variable checked on its own, so the error names it
+        replace(ProcessorConfig(), **{name: value}).validate()
+    except ProcessorConfigError as exc:
+        raise ProcessorConfigError(f"{var}: {exc}") from None
+    return value
+
+
+def _convert(name: str, raw: str, var: str) -> Any:
     default = getattr(ProcessorConfig(), name)
     if isinstance(default, bool):
         lowered = raw.strip().lower()

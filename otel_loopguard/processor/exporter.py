@@ -33,7 +33,7 @@ class LoopguardSpanExporter(SpanExporter):
             return self._tagger.tag(span) if interesting(span) else span
         except Exception:
             _log.exception("otel-loopguard: error while tagging a span; exported untagged")
-            return span
+            return self._tagger.untagged(span)
 
     def shutdown(self) -> None:
         self._inner.shutdown()

@@ -53,12 +53,22 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
+        try:
+            self._tagger.reserve(span)  # dispatch order, for spans marked as tools at start
+        except Exception:
+            self._log_error("numbering a span")
         for delegate in self._delegates:
-            delegate.on_start(span, parent_context=parent_context)
+            try:
+                delegate.on_start(span, parent_context=parent_context)
+            except Exception:  # the SDK would let it reach the application
+                self._log_error("starting a span in a wrapped processor")
 
     def _on_ending(self, span: Span) -> None:
         for hook in self._endings:
-            hook(span)
+            try:
+                hook(span)
+            except Exception:
+                self._log_error("ending a span in a wrapped processor")
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
@@ -67,6 +77,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 return
         except queue.Full:
             self.passed_untagged += 1
+            span = self._tagger.untagged(span)  # still redacted when redaction is on
         except Exception:  # never into the application: the span goes on untagged
             self._log_error("checking a span")
         self._hand_on(span)
@@ -84,7 +95,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 tagged = self._tagger.tag(item)  # type: ignore[arg-type]
             except Exception:
                 self._log_error("tagging a span")
-                tagged = item  # type: ignore[assignment]
+                tagged = self._tagger.untagged(item)  # type: ignore[arg-type]
             self._hand_on(tagged)  # type: ignore[arg-type]
 
     def _hand_on(self, span: ReadableSpan) -> None:

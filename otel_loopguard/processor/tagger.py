@@ -20,7 +20,7 @@ from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import Attributes
 
 from ..bounded import BoundedMap
-from ..calls import RawCall, ToolCall
+from ..calls import ModelCall, RawCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
@@ -36,6 +36,7 @@ MARKERS = tuple(dict.fromkeys([c.marker for c in TOOL_CONVENTIONS] + [c.marker f
 RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments, *c.result)) | {"output.value", "input.value"}
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
+MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
 
 
 def interesting(span: ReadableSpan) -> bool:
@@ -50,16 +51,30 @@ def interesting(span: ReadableSpan) -> bool:
 
 
 class _RunState:
-    __slots__ = ("run", "seq", "model_ends")
+    __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings")
 
     def __init__(self, run: Run):
         self.run = run
-        self.seq = 0
-        self.model_ends: list[int] = []  # end times of the run's model spans, sorted
+        self.seq = 0  # the exported loopguard.seq: taken at start when known, else at end
+        self.observed = 0  # the order calls reach the detectors in
+        self.model_ends: list[int] = []  # end times of the latest model spans, sorted
+        self.models_forgotten = 0  # older model spans no longer in model_ends
+        self.reserved: dict[int, int] = {}  # span id -> seq taken when the span started
+        self.budget_findings: list[Finding] = []
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
-        return bisect.bisect_right(self.model_ends, start) if self.model_ends else None
+        if not self.model_ends and not self.models_forgotten:
+            return None
+        return self.models_forgotten + bisect.bisect_right(self.model_ends, start)
+
+    def note_model_end(self, end: int) -> None:
+        bisect.insort(self.model_ends, end)
+        if len(self.model_ends) > MAX_MODEL_ENDS:
+            # Keep counting turns: forget the oldest decisions but remember how many.
+            drop = MAX_MODEL_ENDS // 8
+            del self.model_ends[:drop]
+            self.models_forgotten += drop
 
 
 class Tagger:
@@ -79,17 +94,40 @@ class Tagger:
         attrs = dict(getattr(source, "_dict", source))  # the plain dict copies much faster
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
         if isinstance(found, ModelSpan):
-            self._note_model(span, attrs)
-            return span
+            return self._model(span, attrs, found)
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
         run_id = self._run_id(span, attrs)
         with self._lock:
             state = self._state(run_id)
-            state.seq += 1
-            call = fingerprint_call(self._raw(span, found, state), self._fp)
-            findings = state.run.observe(call)
-        return self._copy(span, attrs, self._tags(call, found, run_id), findings)
+            seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
+            # The detectors need calls in the order they observe them (end order); the
+            # exported sequence may be the dispatch order taken at start.
+            state.observed += 1
+            call = fingerprint_call(self._raw(span, found, state, state.observed), self._fp)
+            findings = self._observe(state, call)
+        return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
+
+    @staticmethod
+    def _next_seq(state: _RunState) -> int:
+        state.seq += 1
+        return state.seq
+
+    def reserve(self, span: Any) -> None:
+        """At span start (application thread): a span already marked as a tool call
+        takes its sequence number now, in dispatch order. Others are numbered at end."""
+        attrs = span.attributes
+        plain = getattr(attrs, "_dict", attrs) if attrs else None
+        if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
+            return
+        name = self._config.run_id_attribute
+        if name and name not in plain:
+            return  # the run is not known yet: numbered at end
+        run_id = str(plain[name]) if name else format(span.context.trace_id, "032x")
+        with self._lock:
+            state = self._state(run_id)
+            if len(state.reserved) < MAX_RESERVED:
+                state.reserved[span.context.span_id] = self._next_seq(state)
 
     def _run_id(self, span: ReadableSpan, attrs: dict[str, Any]) -> str:
         name = self._config.run_id_attribute
@@ -103,17 +141,33 @@ class Tagger:
             self._runs.put(run_id, state)
         return state
 
-    def _note_model(self, span: ReadableSpan, attrs: dict[str, Any]) -> None:
+    def _model(self, span: ReadableSpan, attrs: dict[str, Any], found: ModelSpan) -> ReadableSpan:
+        """A model decision: counts the turn, prices the tokens for the cost budget."""
         with self._lock:
             state = self._state(self._run_id(span, attrs))
-            if len(state.model_ends) < MAX_MODEL_ENDS:
-                bisect.insort(state.model_ends, span.end_time or 0)
+            state.note_model_end(span.end_time or 0)
+            model = ModelCall(state.turn_at(span.end_time or 0) or 0, found.input_tokens, found.output_tokens, found.model)
+            state.budget_findings += state.run.observe_model(model)
+        return span
 
-    def _raw(self, span: ReadableSpan, found: ToolSpan, state: _RunState) -> RawCall:
+    @staticmethod
+    def _observe(state: _RunState, call: ToolCall) -> list[Finding]:
+        # Budget findings from model spans surface on the next tool call's span.
+        found, state.budget_findings = state.budget_findings + state.run.observe(call), []
+        return found
+
+    def untagged(self, span: ReadableSpan) -> ReadableSpan:
+        """A span passed on without tags (queue full, or tagging failed): still redacted."""
+        if not self._config.redact or not any(k in (span.attributes or {}) for k in RAW_PAYLOAD_KEYS):
+            return span
+        attrs = {k: v for k, v in (span.attributes or {}).items() if k not in RAW_PAYLOAD_KEYS}
+        return self._copy(span, attrs, {}, [])
+
+    def _raw(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int) -> RawCall:
         ctx = span.context
         parent = span.parent
         return RawCall(
-            seq=state.seq,
+            seq=seq,
             tool=found.tool,
             arguments=found.arguments,
             result=found.result,
@@ -147,11 +201,11 @@ class Tagger:
             instrumentation_scope=span.instrumentation_scope,
         )
 
-    def _tags(self, call: ToolCall, found: ToolSpan, run_id: str) -> dict[str, Any]:
+    def _tags(self, call: ToolCall, found: ToolSpan, run_id: str, seq: int) -> dict[str, Any]:
         tags: dict[str, Any] = {
             conv.TOOL_NAME: call.tool,
             conv.ARGS_DIGEST: call.action,
-            conv.SEQ: call.seq,
+            conv.SEQ: seq,
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
             conv.KEY_ID: self._fp.key_id,
@@ -162,6 +216,10 @@ class Tagger:
         if call.turn is not None:
             tags[conv.TURN] = call.turn
         return tags
+
+
+def _is(value: Any, values: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in values
 
 
 def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:

@@ -1,0 +1,171 @@
+"""Observe-only: a call that enforce mode would deny gets a `loopguard.decision` event."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from .helpers import Stack, captured, decisions, emit, emit_turn, fresh_noise, replaced, tags
+
+DECISION_KEYS = {
+    "loopguard.decision",
+    "loopguard.finding.kind",
+    "loopguard.finding.severity",
+    "loopguard.finding.reason",
+    "loopguard.policy.version",
+}
+
+
+def _genai_call(result: object, args: str = '{"order_id": "A-1"}') -> dict[str, object]:
+    attrs = dict(captured("genai_tool")["attributes"])
+    attrs["gen_ai.tool.call.arguments"] = args
+    attrs["gen_ai.tool.call.result"] = json.dumps(result)
+    return attrs
+
+
+def _policy(tmp_path: Path) -> str:
+    path = tmp_path / "policy.yaml"
+    path.write_text("version: progress-test-1\ntools:\n  lookup_order:\n    progress:\n      version_field: version\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("entry", ["genai_tool", "oi_lc_tool_1", "tl_lc_tool_1", "oi_oa_tool"])
+def test_five_identical_calls_would_warn_at_three_and_would_block_at_five(stack: Stack, entry: str) -> None:
+    with stack.tracer.start_as_current_span("agent"):
+        for _ in range(5):
+            emit_turn(stack.tracer, entry)  # per-call noise differs, the call does not
+    calls = stack.tool_spans()
+    assert [tags(s)["loopguard.seq"] for s in calls] == [1, 2, 3, 4, 5]
+    repeat = [decisions(s, "repeat") for s in calls]
+    assert repeat[0] == repeat[1] == repeat[3] == []
+    assert decisions(calls[0]) == decisions(calls[1]) == [], "nothing to decide on the first two calls"
+    [warn], [block] = repeat[2], repeat[4]
+    assert warn["loopguard.decision"] == "would_warn" and warn["loopguard.finding.severity"] == "warn"
+    assert block["loopguard.decision"] == "would_block" and block["loopguard.finding.severity"] == "stop"
+    for event in (warn, block):
+        assert set(event) == DECISION_KEYS
+        assert event["loopguard.policy.version"] == "builtin-1"
+        assert "lookup_order" in event["loopguard.finding.reason"]
+    # Observe-only: the calls still happened and were exported, the span itself is intact.
+    assert all(tags(s)["loopguard.mode"] == "observe" for s in calls)
+
+
+def test_decision_event_sits_at_the_end_of_the_call(stack: Stack) -> None:
+    with stack.tracer.start_as_current_span("agent"):
+        for _ in range(5):
+            emit_turn(stack.tracer, "genai_tool")
+    last = stack.tool_spans()[-1]
+    [event] = [e for e in last.events if e.name == "loopguard.decision"]
+    assert event.timestamp == last.end_time
+
+
+def test_changing_results_are_progress_no_decisions(stack: Stack) -> None:
+    tracer = stack.tracer
+    with tracer.start_as_current_span("agent"):
+        for i in range(8):
+            emit(tracer, captured("genai_chat"))
+            emit(tracer, captured("genai_tool"), attributes=_genai_call({"status": "pending", "checked": i}))
+    calls = stack.tool_spans()
+    assert len({tags(s)["loopguard.args.digest"] for s in calls}) == 1
+    assert [decisions(s) for s in calls] == [[]] * 8
+
+
+@pytest.mark.parametrize("how", ["argument", "env"])
+def test_advancing_version_under_a_declared_progress_rule_is_progress(
+    stacks: Callable[..., Stack], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    if how == "env":
+        monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", _policy(tmp_path))
+        stack = stacks()
+    else:
+        stack = stacks(policy=_policy(tmp_path))
+    tracer = stack.tracer
+    with tracer.start_as_current_span("agent"):
+        for version in range(1, 9):
+            emit(tracer, captured("genai_chat"))
+            emit(tracer, captured("genai_tool"), attributes=_genai_call({"status": "pending", "version": version}))
+    assert [decisions(s) for s in stack.tool_spans()] == [[]] * 8
+
+
+def test_a_declared_rule_overrides_result_novelty_positive_control(stacks: Callable[..., Stack], tmp_path: Path) -> None:
+    """Results change (a timestamp-ish field) but the declared version stands still: no progress."""
+    stack = stacks(policy=_policy(tmp_path))
+    tracer = stack.tracer
+    with tracer.start_as_current_span("agent"):
+        for i in range(5):
+            emit(tracer, captured("genai_chat"))
+            emit(tracer, captured("genai_tool"), attributes=_genai_call({"version": 3, "checked": i}))
+    calls = stack.tool_spans()
+    assert [d["loopguard.decision"] for d in decisions(calls[4], "repeat")] == ["would_block"]
+    assert decisions(calls[4], "repeat")[0]["loopguard.policy.version"] == "progress-test-1"
+
+
+def test_parallel_siblings_of_one_decision_get_no_repeat_decision(stack: Stack) -> None:
+    tracer = stack.tracer
+    tool = captured("genai_tool")
+    with tracer.start_as_current_span("agent"):
+        emit(tracer, captured("genai_chat"))
+        t0 = time.time_ns()
+        for i in range(6):  # one decision asked for the same call six times, all in flight together
+            emit(tracer, tool, start=t0 + 1_000 + i, end=t0 + 50_000 + i * 7)
+    calls = stack.tool_spans()
+    assert [tags(s)["loopguard.turn"] for s in calls] == [1] * 6
+    assert [decisions(s, "repeat") for s in calls] == [[]] * 6
+    assert [decisions(s) for s in calls] == [[]] * 6, "parallel_duplicate is info: not a decision"
+
+
+def test_langgraph_style_cousin_calls_of_two_decisions_do_not_reach_the_warn_level(stack: Stack) -> None:
+    """Two decisions, each with two identical calls (own `tools` parent each): a count of 2, not 4."""
+    tracer = stack.tracer
+    tool = captured("tl_lc_tool_1")
+    with tracer.start_as_current_span("order_agent"):
+        for _ in range(2):
+            emit(tracer, captured("tl_lc_chat"))
+            for _ in range(2):
+                with tracer.start_as_current_span("execute_task tools"):
+                    emit(tracer, tool, attributes=fresh_noise(tool["attributes"]))
+    calls = stack.tool_spans()
+    assert [tags(s)["loopguard.turn"] for s in calls] == [1, 1, 2, 2]
+    assert [decisions(s, "repeat") for s in calls] == [[]] * 4
+
+
+def test_different_arguments_each_turn_get_no_decisions(stack: Stack) -> None:
+    base = captured("tl_lc_tool_1")["attributes"]
+    with stack.tracer.start_as_current_span("agent"):
+        for i in range(10):
+            emit_turn(stack.tracer, "tl_lc_tool_1", attributes=replaced(replaced(base, "A-1", f"Z-{i}"), "pending", f"state {i}"))
+    assert [decisions(s) for s in stack.tool_spans()] == [[]] * 10
+
+
+def test_a_call_after_the_cost_budget_is_spent_would_be_blocked(stacks: Callable[..., Stack], tmp_path: Path) -> None:
+    policy = tmp_path / "cost.yaml"
+    policy.write_text("version: cost-1\nbudget:\n  max_cost_usd: 1.0\nprices:\n  '*': {input: 100000, output: 100000}\n")
+    stack = stacks(policy=str(policy))
+    tracer = stack.tracer
+    chat = dict(captured("genai_chat")["attributes"], **{"gen_ai.usage.input_tokens": 10_000})  # $1000 per decision
+    with tracer.start_as_current_span("agent"):
+        for i in range(3):
+            emit(tracer, captured("genai_chat"), attributes=chat)
+            emit(tracer, captured("genai_tool"), attributes=_genai_call({"n": i}, args=json.dumps({"order_id": f"A-{i}"})))
+    budget = [d for s in stack.tool_spans() for d in decisions(s, "budget")]
+    assert any(d["loopguard.decision"] == "would_block" for d in budget)
+
+
+def test_a_long_conversation_still_numbers_turns_and_flags_a_loop(stacks: Callable[..., Stack]) -> None:
+    stack = stacks(run_id_attribute="gen_ai.conversation.id")
+    tracer = stack.tracer
+    chat = dict(captured("genai_chat")["attributes"], **{"gen_ai.conversation.id": "long-chat"})
+    tool = dict(captured("genai_tool")["attributes"], **{"gen_ai.conversation.id": "long-chat"})
+    for _ in range(4100):  # a long-lived assistant conversation: many model calls over many traces
+        emit(tracer, captured("genai_chat"), attributes=chat)
+    for _ in range(5):
+        emit(tracer, captured("genai_chat"), attributes=chat)
+        emit(tracer, captured("genai_tool"), attributes=tool)
+    calls = stack.tool_spans()
+    turns = [tags(s)["loopguard.turn"] for s in calls]
+    assert len(set(turns)) == 5, f"each call has its own decision, got turns {turns}"
+    assert [d["loopguard.decision"] for d in decisions(calls[4], "repeat")] == ["would_block"]
