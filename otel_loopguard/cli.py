@@ -36,12 +36,17 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the OTLP/gRPC receiver: dedupe, order, detect, emit finding spans")
     serve_command.add_arguments(serve)
     serve.set_defaults(handler=serve_command.run)
-    demo = sub.add_parser("demo", help="audit the bundled example traces and explain the result")
+    demo = sub.add_parser("demo", help="scripted looping agents, judged live; then an audit of recorded traces")
     demo.set_defaults(handler=_demo)
     return parser
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from .demo import run as live_demo
+
+    print("== 1. Live: scripted agents traced with otel_loopguard.install(), judged by the receiver ==\n")
+    live_demo()
+    print("\n== 2. Recorded: the audit of bundled example traces (what CI would run) ==\n")
     examples = resources.files("otel_loopguard") / "examples"
     with resources.as_file(examples) as folder:
         files = sorted(Path(folder).glob("*.ndjson"))
