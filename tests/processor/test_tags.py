@@ -215,21 +215,23 @@ def test_mode_tag_follows_the_configured_mode(stacks: Callable[..., Stack], monk
     assert tags(stack.tool_spans()[0])["loopguard.mode"] == "enforce"
 
 
-def test_seq_follows_dispatch_order_when_the_span_is_marked_as_a_tool_at_start(stack: Stack) -> None:
-    tracer = stack.tracer
-    tool = captured("genai_tool")
+def _overlapping_siblings(stack: Stack, at_start: dict) -> list[int]:
+    """Two calls of one decision: the first dispatched finishes last. Their seqs, by start."""
+    tracer, tool = stack.tracer, captured("genai_tool")
     with tracer.start_as_current_span("agent"):
         emit(tracer, captured("genai_chat"))
         t0 = time.time_ns()
-        marked = {"gen_ai.operation.name": "execute_tool"}
-        slow = tracer.start_span("execute_tool lookup_order", start_time=t0, attributes=marked)  # dispatched first
-        fast = tracer.start_span("execute_tool lookup_order", start_time=t0 + 1_000, attributes=marked)
+        slow = tracer.start_span("execute_tool lookup_order", start_time=t0, attributes=at_start)
+        fast = tracer.start_span("execute_tool lookup_order", start_time=t0 + 1_000, attributes=at_start)
         for span, order in ((slow, "A-1"), (fast, "B-2")):
             span.set_attributes(replaced(tool["attributes"], "A-1", order))
         fast.end(end_time=t0 + 5_000)
         slow.end(end_time=t0 + 90_000)
-    by_start = stack.tool_spans()
-    assert [tags(s)["loopguard.seq"] for s in by_start] == [1, 2]
+    return [tags(s)["loopguard.seq"] for s in stack.tool_spans()]
+
+
+def test_seq_follows_dispatch_order_when_the_span_is_marked_as_a_tool_at_start(stack: Stack) -> None:
+    assert _overlapping_siblings(stack, {"gen_ai.operation.name": "execute_tool"}) == [1, 2]
 
 
 @pytest.mark.xfail(
@@ -239,16 +241,4 @@ def test_seq_follows_dispatch_order_when_the_span_is_marked_as_a_tool_at_start(s
     "order are numbered in end order, not dispatch order",
 )
 def test_seq_follows_dispatch_order_of_overlapping_calls(stack: Stack) -> None:
-    tracer = stack.tracer
-    tool = captured("genai_tool")
-    with tracer.start_as_current_span("agent"):
-        emit(tracer, captured("genai_chat"))
-        t0 = time.time_ns()
-        slow = tracer.start_span("execute_tool lookup_order", start_time=t0)  # dispatched first
-        fast = tracer.start_span("execute_tool lookup_order", start_time=t0 + 1_000)  # dispatched second
-        for span, order in ((slow, "A-1"), (fast, "B-2")):
-            span.set_attributes(replaced(tool["attributes"], "A-1", order))
-        fast.end(end_time=t0 + 5_000)
-        slow.end(end_time=t0 + 90_000)
-    by_start = stack.tool_spans()
-    assert [tags(s)["loopguard.seq"] for s in by_start] == [1, 2]
+    assert _overlapping_siblings(stack, {}) == [1, 2]
