@@ -17,4 +17,27 @@ def install(**kwargs: object) -> "object":
     return _install(**kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["__version__", "install"]
+def guard(**kwargs: object) -> "object":
+    """A guard for enforce mode: `@guard.tool` wraps plain Python tools (docs/guard.md)."""
+    from .guard import make_guard
+
+    return make_guard(**kwargs)  # type: ignore[arg-type]
+
+
+def record_termination(reason: str, *, terminal_response: bool = True) -> None:
+    """Record how the run ended on the current span (never inferred from the calls).
+
+    Reasons: final_answer, loop_guard, turn_limit, budget, deadline, tool_error, cancelled.
+    """
+    from opentelemetry import trace
+
+    from .calls import TERMINATION_REASONS
+
+    if reason not in TERMINATION_REASONS:
+        raise ValueError(f"termination reason must be one of {', '.join(TERMINATION_REASONS)}, got {reason!r}")
+    span = trace.get_current_span()
+    span.set_attribute("loopguard.termination_reason", reason)
+    span.set_attribute("loopguard.terminal_response", terminal_response)
+
+
+__all__ = ["__version__", "guard", "install", "record_termination"]

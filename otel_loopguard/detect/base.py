@@ -30,6 +30,12 @@ class Detector(Protocol):
     def observe(self, step: Step) -> list[Finding]: ...
 
 
+class Preview(Protocol):
+    """Detectors that can say, before a call runs, that running it crosses a threshold."""
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]: ...  # (severity, reason)
+
+
 class ModelObserver(Protocol):
     def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]: ...
 

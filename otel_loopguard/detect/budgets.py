@@ -20,6 +20,8 @@ MAX_TRACKED_TURNS = 4096
 
 
 class BudgetDetector:
+    kind = "budget"
+
     def __init__(self, policy: Policy):
         self._policy = policy
         self._rule = policy.budget
@@ -49,6 +51,19 @@ class BudgetDetector:
         if elapsed is not None:
             out += self._check("seconds", elapsed, self._rule.max_seconds, call)
         return out
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        """Before dispatch: a budget already used up stops the next call."""
+        r = self._rule
+        spent = [
+            (r.max_tool_calls, self._tool_calls, "tool calls"),
+            (r.max_turns, self._turns, "turns"),
+            (r.max_cost_usd, self._cost, "USD"),
+        ]
+        for limit, used, unit in spent:
+            if limit is not None and used >= limit:
+                return "stop", f"the run already used its budget of {limit:g} {unit}"
+        return None
 
     def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]:
         self._count_turn(model.turn)
@@ -97,6 +112,8 @@ def warn_at(limit: float, ratio: float, whole: bool = True) -> float:
 
 
 class ToolCapDetector:
+    kind = "tool_cap"
+
     def __init__(self, policy: Policy):
         self._policy = policy
         self._counts: dict[str, int] = {}
@@ -115,3 +132,10 @@ class ToolCapDetector:
             return []
         reason = f"{tool} was called {count} times; its cap is {cap} calls per run"
         return [finding("tool_cap", level, [step.call], reason, count=count, tool=tool)]
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        cap = step.rule.max_calls
+        used = self._counts.get(step.call.tool, 0)
+        if cap is not None and used >= cap:
+            return "stop", f"{step.call.tool} already made its {cap} calls allowed per run"
+        return None

@@ -10,6 +10,7 @@ never count twice: they are `parallel_duplicate`'s business.
 from __future__ import annotations
 
 from collections import deque
+from typing import Optional
 
 
 from ..bounded import BoundedMap
@@ -32,6 +33,8 @@ class _Streak:
 
 
 class RepeatDetector:
+    kind = "repeat"
+
     def __init__(self, policy: Policy):
         self._policy = policy
         self._decision = 0
@@ -53,6 +56,35 @@ class RepeatDetector:
         if rule.mode == "window":
             return self._windowed(step, rule)
         return self._consecutive(step, rule)
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        """Before dispatch: the identical call this one would be, counting only calls that
+        made no progress (its own result is not known yet)."""
+        if step.rule.exempt_repeat:
+            return None
+        rule = self._policy.repeat_for(step.call.tool)
+        count = self._would_count(step, rule)
+        level = "stop" if count >= rule.stop_at else "warn" if count >= rule.warn_at else None
+        if level is None:
+            return None
+        return level, (
+            f"{step.call.tool} would be called {count} times in a row with the same arguments after "
+            f"calls that made no progress (warn at {rule.warn_at}, stop at {rule.stop_at})"
+        )
+
+    def _would_count(self, step: Step, rule: RepeatRule) -> int:
+        action = step.call.action
+        if rule.mode == "window":
+            window = self._windows.get(action) or ()
+            live = [d for d, _ in window if d > step.decision - rule.window]
+            return 0 if live and live[-1] == step.decision else len(live) + 1
+        if step.decision == self._decision:
+            if action in self._current:
+                return 0  # a sibling of a call this decision already made
+            streak = self._previous.get(action)
+        else:
+            streak = self._current.get(action) if step.decision == self._decision + 1 else None
+        return streak.count + 1 if streak is not None else 1
 
     def _consecutive(self, step: Step, rule: RepeatRule) -> list[Finding]:
         call = step.call

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
-from ..findings import Finding
+from ..findings import STOP, Finding
 from ..policy import Policy
 from ..progress import Judgement, ProgressTracker
 from .base import Detector, Step
@@ -38,6 +38,8 @@ DETECTORS = (
 
 
 MAX_DISTINCT_ACTIONS = 16384
+# Integrity kinds describe the telemetry, not the agent: they never stop a run.
+_NOT_STOPPING = frozenset({"incomplete_trace", "telemetry_duplicate", "integrity_conflict"})
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Run:
         self._last_turn: Optional[int] = None
         self.last_call: Optional[ToolCall] = None
         self.summary = RunSummary()
+        self.stopped: Optional[Finding] = None  # the first stop-level finding, if any
+        self._previews = [d for d in self._detectors if hasattr(d, "preview")]
         self._actions = BoundedSet(MAX_DISTINCT_ACTIONS)
 
     def observe(self, call: ToolCall) -> list[Finding]:
@@ -103,9 +107,24 @@ class Run:
             elif call.result != s.first_result:
                 s.new_items_observed = True
 
+    def preview(self, call: ToolCall) -> list[tuple[str, str, str]]:
+        """Before dispatch, without changing any state: (severity, kind, reason) for each
+        threshold that running `call` would cross, judged on the calls already observed.
+        Calls already stopped by a stop-level finding stay stopped."""
+        decision = self.decision if call.turn is not None and call.turn == self._last_turn else self.decision + 1
+        no_result = Judgement(False, False, 0, False)
+        step = Step(call, decision, no_result, self.policy.rule(call.tool))
+        out = [(level, d.kind, reason) for d in self._previews if (p := d.preview(step)) for level, reason in (p,)]
+        if self.stopped is not None:
+            out.append(("stop", self.stopped.kind, f"the run was stopped earlier: {self.stopped.reason}"))
+        return out
+
     def observe_model(self, model: ModelCall) -> list[Finding]:
         """Feed a model decision (turn count, token cost)."""
         return self._stamp(self._budget.observe_model(model, self.last_call))
 
     def _stamp(self, found: list[Finding]) -> list[Finding]:
-        return [f.stamped(self.run_id, self.policy.version) for f in found]
+        stamped = [f.stamped(self.run_id, self.policy.version) for f in found]
+        if self.stopped is None:
+            self.stopped = next((f for f in stamped if f.severity == STOP and f.kind not in _NOT_STOPPING), None)
+        return stamped

@@ -6,6 +6,8 @@ Reusing the key is a safe retry; a different or missing key may act twice
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..bounded import BoundedMap
 from ..calls import ToolCall
 from ..findings import STOP, Finding, finding
@@ -16,8 +18,22 @@ MAX_WRITES = 1024  # distinct writes remembered per run
 
 
 class DuplicateWriteDetector:
+    kind = "duplicate_write"
+
     def __init__(self, policy: Policy):
         self._seen = BoundedMap[str, ToolCall](MAX_WRITES)
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        call = step.call
+        if not step.rule.side_effect or call.write is None:
+            return None
+        first = self._seen.get(call.write)
+        if first is None or (call.write_key is not None and call.write_key == first.write_key):
+            return None
+        return "stop", (
+            f"{call.tool} already ran with the same arguments (call {first.seq}) and this call does not "
+            "reuse its idempotency key: running it may repeat the side effect"
+        )
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call

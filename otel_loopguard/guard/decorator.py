@@ -1,0 +1,106 @@
+"""The adapter for plain Python tools: a decorator that consults the guard first.
+
+    guard = otel_loopguard.guard()
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict: ...
+
+A denied call is never executed; it returns the guard's message (the model still
+gets a tool result). The decision is recorded as a `loopguard.decision` event on
+the current span before the tool runs, so it precedes any span the tool starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Optional, TypeVar
+
+from opentelemetry import trace
+
+from .guard import DENY, WARN, Decision, Guard
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def current_run_id() -> str:
+    """The current trace, as the processor's default run id; "local" outside any trace."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else "local"
+
+
+def record_decision(decision: Decision, tool: str) -> None:
+    if decision.action not in (DENY, WARN):
+        return
+    verb = {DENY: "deny" if decision.enforced else "would_block", WARN: "warn"}[decision.action]
+    trace.get_current_span().add_event(
+        "loopguard.decision",
+        {
+            "loopguard.decision": verb,
+            "loopguard.finding.kind": decision.kind or "",
+            "loopguard.finding.reason": decision.reason,
+            "loopguard.tool.name": tool,
+            "loopguard.dispatched": not decision.denied,
+        },
+    )
+
+
+def nudge(result: Any, message: str) -> Any:
+    """A warn-level nudge added to the tool result the model will read."""
+    if isinstance(result, str):
+        return f"{result}\n\n{message}"
+    if isinstance(result, dict):
+        return {**result, "loop_guard_notice": message}
+    return result
+
+
+def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
+    def wrap(fn: F) -> F:
+        tool = name or fn.__name__
+        signature = inspect.signature(fn)
+
+        def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return dict(signature.bind_partial(*args, **kwargs).arguments)
+            except TypeError:
+                return {"args": list(args), "kwargs": kwargs}
+
+        def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Decision, str]:
+            run_id = current_run_id()
+            decision = guard.check(tool, arguments(args, kwargs), run_id=run_id)
+            record_decision(decision, tool)
+            return decision, run_id
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_inner(*args: Any, **kwargs: Any) -> Any:
+                decision, run_id = before(args, kwargs)
+                if decision.denied:
+                    return decision.message
+                try:
+                    result = await fn(*args, **kwargs)
+                except Exception as exc:
+                    guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+                    raise
+                guard.record(decision, result, True, run_id=run_id)
+                return nudge(result, decision.message) if decision.action == WARN else result
+
+            return async_inner  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            decision, run_id = before(args, kwargs)
+            if decision.denied:
+                return decision.message
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+                raise
+            guard.record(decision, result, True, run_id=run_id)
+            return nudge(result, decision.message) if decision.action == WARN else result
+
+        return inner  # type: ignore[return-value]
+
+    return wrap

@@ -1,0 +1,108 @@
+"""Enforce mode: a guard consulted before a tool call is dispatched.
+
+`check()` answers allow / warn / deny from the calls already observed in the
+run (the same detectors as everywhere, asked to preview the proposed call);
+`record()` feeds the executed call and its result back. A denied call never
+runs: the adapter returns `decision.message` to the model as the tool's result.
+Which tools are enforced: a tool's `enforce` policy key decides; without it,
+read-only tools are enforced and side-effecting tools only when they declare an
+idempotency key (docs/guard.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..bounded import BoundedMap
+from ..calls import RawCall, ToolCall
+from ..detect import Run
+from ..findings import Finding
+from ..fingerprint import Fingerprinter, fingerprint_call
+
+ALLOW, WARN, DENY = "allow", "warn", "deny"
+MAX_RUNS = 10_000
+
+NUDGE = (
+    "[loop guard] {reason}. Change your approach: use different arguments, another tool, "
+    "or answer with what you already have."
+)
+DENIED = (
+    "Not executed: loop guard ({reason}). The call was not run. Do not repeat it; use what you "
+    "already know, try a different approach, or explain what is blocking you."
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # allow, warn or deny
+    kind: Optional[str]
+    reason: str
+    message: str  # denied: the tool result to return; warn: the nudge to append
+    enforced: bool  # False: the tool is observed only, a deny is reported as would_block
+    ticket: Optional[ToolCall]  # what record() needs; None when denied
+
+    @property
+    def denied(self) -> bool:
+        return self.action == DENY and self.enforced
+
+
+class _RunState:
+    __slots__ = ("run", "seq")
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.seq = 0
+
+
+class Guard:
+    def __init__(self, fp: Fingerprinter, enforce: bool = True):
+        self._fp = fp
+        self._enforce = enforce
+        self._runs = BoundedMap[str, _RunState](MAX_RUNS)
+        self._lock = threading.Lock()
+
+    def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
+        with self._lock:
+            state = self._state(run_id)
+            proposed = fingerprint_call(
+                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), self._fp
+            )
+            verdicts = state.run.preview(proposed)
+        enforced = self._enforce and self._enforced(tool)
+        stop = next((v for v in verdicts if v[0] == "stop"), None)
+        if stop is not None:
+            return Decision(DENY, stop[1], stop[2], DENIED.format(reason=stop[2]), enforced,
+                            None if enforced else proposed)
+        warn = next((v for v in verdicts if v[0] == "warn"), None)
+        if warn is not None:
+            return Decision(WARN, warn[1], warn[2], NUDGE.format(reason=warn[2]), enforced, proposed)
+        return Decision(ALLOW, None, "", "", enforced, proposed)
+
+    def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str) -> list[Finding]:
+        """The executed call with its result: this is what later checks judge."""
+        if decision.ticket is None:
+            return []
+        planned = decision.ticket
+        with self._lock:
+            state = self._state(run_id)
+            state.seq += 1
+            raw = RawCall(seq=state.seq, tool=planned.tool, arguments=None, result=result, ok=ok,
+                          turn=planned.turn, args_digest=planned.action)
+            return state.run.observe(fingerprint_call(raw, self._fp))
+
+    def _state(self, run_id: str) -> _RunState:
+        state = self._runs.get(run_id)
+        if state is None:
+            state = _RunState(Run(run_id, self._fp.policy))
+            self._runs.put(run_id, state)
+        return state
+
+    def _enforced(self, tool: str) -> bool:
+        rule = self._fp.policy.rule(tool)
+        if rule.enforce is not None:
+            return rule.enforce
+        # Read-only tools first; a side-effecting tool only with an idempotency rule.
+        return not rule.side_effect or rule.idempotency_key is not None
+

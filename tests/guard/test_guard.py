@@ -1,0 +1,175 @@
+"""Enforce mode with plain Python tools: the denied call never runs (seed-000 runtime tests).
+
+The fake tools count their own invocations outside the result they return, so a
+guard that labels the result correctly but still executes the call fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otel_loopguard
+from otel_loopguard.guard import ToolGuard, make_guard
+
+KEY = b"guard-test-key-0123456789"
+
+
+def _guard(tmp_path: Any = None, policy: str | None = None) -> ToolGuard:
+    path = None
+    if policy is not None:
+        path = tmp_path / "policy.yaml"
+        path.write_text(policy, encoding="utf-8")
+    return make_guard(key=KEY, policy=str(path) if path else None)
+
+
+def test_the_stop_threshold_call_is_denied_before_it_runs() -> None:
+    guard, invoked = _guard(), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered", "version": 7}
+
+    results = [lookup_order("A12") for _ in range(6)]
+    assert invoked == ["A12"] * 4  # the 5th and 6th identical calls never ran
+    assert all(isinstance(r, str) and r.startswith("Not executed: loop guard") for r in results[4:])
+    assert "loop_guard_notice" in results[2] and "loop_guard_notice" not in results[1]  # warn nudges at 3
+
+
+def test_seed_allowance_of_two_denies_the_third_call(tmp_path: Any) -> None:
+    guard, invoked = _guard(tmp_path, "repeat: {allowed_repeats: 2}\n"), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered", "version": 7}
+
+    for _ in range(3):
+        lookup_order("A12")
+    assert invoked == ["A12", "A12"]  # call three is the first blocked dispatch
+
+
+def test_negative_control_progress_keeps_the_guard_silent(tmp_path: Any) -> None:
+    guard, invoked = _guard(tmp_path, "tools: {get_status: {progress: {version_field: version}}}\n"), []
+
+    @guard.tool
+    def get_status(job: str) -> dict:
+        invoked.append(job)
+        return {"state": "running", "version": len(invoked)}  # the version advances every time
+
+    results = [get_status("j1") for _ in range(8)]
+    assert len(invoked) == 8
+    assert not any(isinstance(r, str) for r in results)
+
+
+def test_different_arguments_with_new_results_are_never_denied() -> None:
+    guard, invoked = _guard(), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered", "order": order_id}
+
+    for i in range(8):
+        lookup_order(f"A{i}")
+    assert len(invoked) == 8
+
+
+def test_drifting_arguments_that_bring_nothing_new_are_stopped() -> None:
+    # Different arguments, the same answer every time: no_progress stops the run at 6.
+    guard, invoked = _guard(), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered"}
+
+    results = [lookup_order(f"A{i}") for i in range(8)]
+    assert len(invoked) == 7 and results[-1].startswith("Not executed")
+
+
+def test_check_does_not_change_the_run() -> None:
+    guard = _guard()
+    first = guard.check("lookup", {"id": 1}, run_id="r")
+    again = guard.check("lookup", {"id": 1}, run_id="r")
+    assert (first.action, again.action) == ("allow", "allow")
+
+
+def test_a_side_effecting_tool_without_idempotency_key_is_observed_not_enforced(tmp_path: Any) -> None:
+    guard, invoked = _guard(tmp_path, "tools: {send_email: {side_effect: true}}\n"), []
+
+    @guard.tool
+    def send_email(to: str) -> str:
+        invoked.append(to)
+        return "sent"
+
+    for _ in range(6):
+        send_email("a@example.com")
+    assert len(invoked) == 6  # not enforced: a wrong deny could lose a real write
+
+
+def test_a_write_repeated_with_another_idempotency_key_is_denied(tmp_path: Any) -> None:
+    guard, invoked = _guard(tmp_path, "tools: {issue_refund: {idempotency_key: key}}\n"), []
+
+    @guard.tool
+    def issue_refund(order_id: str, amount: int, key: str) -> str:
+        invoked.append(key)
+        return "ok"
+
+    issue_refund("A12", 10, key="k1")
+    issue_refund("A12", 10, key="k1")  # the same key: a safe retry
+    denied = issue_refund("A12", 10, key="k2")
+    assert invoked == ["k1", "k1"]
+    assert denied.startswith("Not executed: loop guard")
+
+
+def test_async_tools_are_guarded_too() -> None:
+    guard, invoked = _guard(), []
+
+    @guard.tool(name="search")
+    async def search(q: str) -> str:
+        invoked.append(q)
+        return "nothing new"
+
+    async def agent() -> list:
+        return [await search("x") for _ in range(6)]
+
+    results = asyncio.run(agent())
+    assert len(invoked) == 4 and results[-1].startswith("Not executed")
+
+
+def test_the_denial_is_recorded_before_any_span_of_the_denied_call() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    guard = _guard()
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        with tracer.start_as_current_span("execute_tool lookup_order"):
+            return {"status": "delivered"}
+
+    with tracer.start_as_current_span("invoke_agent"):
+        for _ in range(5):
+            lookup_order("A12")
+        otel_loopguard.record_termination("loop_guard")
+    spans = exporter.get_finished_spans()
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    root = [s for s in spans if s.name == "invoke_agent"][0]
+    assert len(tools) == 4  # no span for the denied call
+    denies = [e for e in root.events if e.attributes.get("loopguard.decision") == "deny"]
+    assert len(denies) == 1 and denies[0].attributes["loopguard.finding.kind"] == "repeat"
+    assert denies[0].timestamp >= max(t.end_time for t in tools)  # after the 4th ran, in place of the 5th
+    assert root.attributes["loopguard.termination_reason"] == "loop_guard"
+
+
+def test_record_termination_refuses_an_unknown_reason() -> None:
+    with pytest.raises(ValueError, match="termination reason"):
+        otel_loopguard.record_termination("gave_up")
