@@ -108,6 +108,17 @@ class RunFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardEvent:
+    """A guard decision recorded as a span event (docs/guard.md): a denied call has no
+    span of its own, so its place in the run is given by the event's time."""
+
+    time_ns: int
+    kind: Optional[str]
+    dispatched: bool  # False: the call was denied before it ran
+    tool: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelCall:
     """One model decision: counts turns and prices tokens for the budgets."""
 

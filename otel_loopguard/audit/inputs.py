@@ -37,6 +37,7 @@ def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None) -> 
             records.add_model(run_id, model)
         if facts is not None:  # only what spans recorded; NDJSON run records stay
             records.set_facts(run_id, facts)
+        records.add_guards(run_id, spans.guard_events(run_id))
     return records.runs()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..calls import ModelCall, RawCall, RunFacts
+from ..calls import GuardEvent, ModelCall, RawCall, RunFacts
 from ..score import RunInput
 
 
@@ -13,6 +13,7 @@ class _Pending:
     calls: list[RawCall] = field(default_factory=list)
     models: list[ModelCall] = field(default_factory=list)
     facts: RunFacts = RunFacts()
+    guards: list[GuardEvent] = field(default_factory=list)
 
 
 class RunBuilder:
@@ -31,5 +32,8 @@ class RunBuilder:
     def set_facts(self, run_id: str, facts: RunFacts) -> None:
         self._run(run_id).facts = facts
 
+    def add_guards(self, run_id: str, events: list[GuardEvent]) -> None:
+        self._run(run_id).guards.extend(events)
+
     def runs(self) -> list[RunInput]:
-        return [RunInput(rid, p.calls, p.models, p.facts) for rid, p in self._runs.items()]
+        return [RunInput(rid, p.calls, p.models, p.facts, p.guards) for rid, p in self._runs.items()]

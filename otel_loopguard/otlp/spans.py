@@ -14,13 +14,14 @@ from typing import Any, Optional
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import LOCAL_KEY, TERMINATION_REASONS, ModelCall, RawCall, RunFacts
+from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from .order import order_calls
 from .values import attributes
 
 _ERROR = Status.STATUS_CODE_ERROR
+DECISION_EVENT = "loopguard.decision"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class SpanCollector:
         self._tools: dict[str, list[RawCall]] = {}
         self._models: dict[str, list[_Model]] = {}
         self._facts: dict[str, RunFacts] = {}
+        self._guards: dict[str, list[GuardEvent]] = {}
 
     def add(self, request: ExportTraceServiceRequest) -> None:
         for rs in request.resource_spans:
@@ -48,12 +50,26 @@ class SpanCollector:
         attrs = attributes(span.attributes)
         run_id = run_id_of(attrs, span.trace_id, self._run_attr)
         self._note_facts(run_id, attrs)
+        self._note_guards(run_id, span)
         found = recognise(attrs, span.status.code == _ERROR)
         if isinstance(found, ToolSpan):
             self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
         elif isinstance(found, ModelSpan):
             model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
             self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
+
+    def _note_guards(self, run_id: str, span: Span) -> None:
+        for event in span.events:
+            if event.name != DECISION_EVENT:
+                continue
+            e = attributes(event.attributes)
+            if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
+                self._guards.setdefault(run_id, []).append(GuardEvent(
+                    event.time_unix_nano, _str(e.get("loopguard.finding.kind")),
+                    bool(e.get("loopguard.dispatched")), _str(e.get("loopguard.tool.name"))))
+
+    def guard_events(self, run_id: str) -> list[GuardEvent]:
+        return self._guards.get(run_id, [])
 
     def _note_facts(self, run_id: str, attrs: dict[str, Any]) -> None:
         reason = attrs.get(conv.TERMINATION_REASON)
@@ -69,7 +85,7 @@ class SpanCollector:
 
     def runs(self) -> list[tuple[str, list[RawCall], list[ModelCall], Optional[RunFacts]]]:
         out = []
-        for run_id in dict.fromkeys([*self._tools, *self._models]):
+        for run_id in dict.fromkeys([*self._tools, *self._models, *self._guards]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])

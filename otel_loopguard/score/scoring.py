@@ -7,10 +7,11 @@ run after it, how did the run end and did the user get an answer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
-from ..calls import LOCAL_KEY, ModelCall, RawCall, RunFacts, ToolCall
+from ..calls import LOCAL_KEY, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run, RunSummary
 from ..findings import STOP, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -29,6 +30,7 @@ class RunInput:
     calls: list[RawCall]
     models: list[ModelCall] = field(default_factory=list)
     facts: RunFacts = RunFacts()
+    guard_events: list[GuardEvent] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,13 @@ class RunReport:
 class GuardTrail:
     """Guard decisions and what ran after them, noted call by call in sequence order."""
 
-    seq: Optional[int] = None
+    seq: Optional[float] = None  # x.5: a guard event in place of the call after call x
     kind: Optional[str] = None
     dispatched: Optional[bool] = None
     executed_after: int = 0
     side_effect_after: bool = False
 
-    def note(self, seq: int, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
+    def note(self, seq: float, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
         if self.seq is None:
             if guard is not None or not dispatched:
                 self.seq, self.kind, self.dispatched = seq, guard, dispatched
@@ -77,10 +79,20 @@ def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     state = Run(run.run_id, fp.policy)
     findings += feed_in_order(state, run.models, calls)
     trail = GuardTrail()
-    for record in integrity.calls:
-        trail.note(record.seq, record.tool, record.dispatched, record.guard, fp.policy)
+    for seq, tool, dispatched, guard in _guard_notes(integrity.calls, run.guard_events):
+        trail.note(seq, tool, dispatched, guard, fp.policy)
     score = score_fields(state.summary, findings, trail, run.facts)
     return RunReport(run.run_id, SCORED, findings, calls, score)
+
+
+def _guard_notes(records: list[RawCall], events: list[GuardEvent]) -> list[tuple[float, str, bool, Optional[str]]]:
+    """Records and guard events in run order. An event sits after the calls that started
+    before it: position n + 0.5 is "in place of the call after call n"."""
+    notes: list[tuple[float, str, bool, Optional[str]]] = [(r.seq, r.tool, r.dispatched, r.guard) for r in records]
+    for e in events:
+        before = sum(1 for r in records if r.start_ns is not None and r.start_ns <= e.time_ns)
+        notes.append((before + 0.5, e.tool or "", e.dispatched, e.kind or "repeat"))
+    return sorted(notes, key=lambda n: n[0])
 
 
 def feed_in_order(state: Run, models: list[ModelCall], calls: list[ToolCall]) -> list[Finding]:
@@ -118,7 +130,7 @@ def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardT
         "progress_observed": summary.progress_observed,
         "new_items_observed": summary.new_items_observed,
         "guard_fired": fired,
-        "guard_seq": guard.seq,
+        "guard_seq": None if guard.seq is None else math.ceil(guard.seq),
         "guard_before_dispatch": (not guard.dispatched) if fired else None,
         "executed_after_guard": guard.executed_after > 0,
         "side_effect_after_guard": guard.side_effect_after,

@@ -173,3 +173,41 @@ def test_the_denial_is_recorded_before_any_span_of_the_denied_call() -> None:
 def test_record_termination_refuses_an_unknown_reason() -> None:
     with pytest.raises(ValueError, match="termination reason"):
         otel_loopguard.record_termination("gave_up")
+
+
+def test_the_audit_scores_a_guarded_run_from_its_spans(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enforce mode end to end: the denial event is what the score's guard fields read."""
+    import json
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_loopguard.audit import audit
+
+    monkeypatch.setenv("OTEL_LOOPGUARD_KEY", KEY.decode())
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    guard = _guard()
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        result = {"status": "delivered", "version": 7}
+        with tracer.start_as_current_span("execute_tool lookup_order") as span:
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.name", "lookup_order")
+            span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": order_id}))
+            span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
+        return result
+
+    with tracer.start_as_current_span("invoke_agent"):
+        for _ in range(5):
+            lookup_order("A12")
+        otel_loopguard.record_termination("loop_guard")
+    path = tmp_path / "guarded.pb"
+    path.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    (report,) = audit([path])
+    score = report.score
+    assert (score["guard_fired"], score["guard_before_dispatch"], score["guard_seq"]) == (True, True, 5)
+    assert (score["executed_after_guard"], score["termination_reason"]) == (False, "loop_guard")
+    assert report.passed is True
