@@ -35,8 +35,13 @@ def unwrap_arguments(value: Any) -> Any:
     return value
 
 
+NUDGE_MARK = "\n\n[loop guard] "  # what the guard appends to a text result on warn
+
+
 def unwrap_result(value: Any) -> tuple[Any, bool]:
     """(the outcome-bearing part of a result, whether it reports an error)."""
+    if isinstance(value, str) and NUDGE_MARK in value:
+        value = value.split(NUDGE_MARK, 1)[0]  # the guard's nudge is not part of the result
     obj = _parsed(value, '"tool_call_id"')
     if obj is None:
         return value, False

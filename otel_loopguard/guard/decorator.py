@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from opentelemetry import trace
 
+from ..conventions.payloads import NUDGE_MARK
 from .guard import DENY, WARN, Decision, Guard
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,7 +49,7 @@ def record_decision(decision: Decision, tool: str) -> None:
 def nudge(result: Any, message: str) -> Any:
     """A warn-level nudge added to the tool result the model will read."""
     if isinstance(result, str):
-        return f"{result}\n\n{message}"
+        return f"{result}{NUDGE_MARK}{message.removeprefix('[loop guard] ')}"
     if isinstance(result, dict):
         return {**result, "loop_guard_notice": message}
     return result
@@ -84,7 +85,7 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
                     guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
                     raise
                 guard.record(decision, result, True, run_id=run_id)
-                return nudge(result, decision.message) if decision.action == WARN else result
+                return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
 
             return async_inner  # type: ignore[return-value]
 
@@ -99,7 +100,8 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
                 guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
                 raise
             guard.record(decision, result, True, run_id=run_id)
-            return nudge(result, decision.message) if decision.action == WARN else result
+            # Observe-only guards never change what the model reads.
+            return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
 
         return inner  # type: ignore[return-value]
 

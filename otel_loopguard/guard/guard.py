@@ -12,7 +12,7 @@ idempotency key (docs/guard.md).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..bounded import BoundedMap
@@ -42,6 +42,7 @@ class Decision:
     message: str  # denied: the tool result to return; warn: the nudge to append
     enforced: bool  # False: the tool is observed only, a deny is reported as would_block
     ticket: Optional[ToolCall]  # what record() needs; None when denied
+    arguments: Any = field(default=None, repr=False)  # for record(): idempotency keys, cursors
 
     @property
     def denied(self) -> bool:
@@ -74,11 +75,11 @@ class Guard:
         stop = next((v for v in verdicts if v[0] == "stop"), None)
         if stop is not None:
             return Decision(DENY, stop[1], stop[2], DENIED.format(reason=stop[2]), enforced,
-                            None if enforced else proposed)
+                            None if enforced else proposed, arguments)
         warn = next((v for v in verdicts if v[0] == "warn"), None)
         if warn is not None:
-            return Decision(WARN, warn[1], warn[2], NUDGE.format(reason=warn[2]), enforced, proposed)
-        return Decision(ALLOW, None, "", "", enforced, proposed)
+            return Decision(WARN, warn[1], warn[2], NUDGE.format(reason=warn[2]), enforced, proposed, arguments)
+        return Decision(ALLOW, None, "", "", enforced, proposed, arguments)
 
     def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str) -> list[Finding]:
         """The executed call with its result: this is what later checks judge."""
@@ -88,7 +89,9 @@ class Guard:
         with self._lock:
             state = self._state(run_id)
             state.seq += 1
-            raw = RawCall(seq=state.seq, tool=planned.tool, arguments=None, result=result, ok=ok,
+            # The arguments again (the digest is reused), so side-effecting calls keep their
+            # idempotency key and progress rules their cursor.
+            raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
                           turn=planned.turn, args_digest=planned.action)
             return state.run.observe(fingerprint_call(raw, self._fp))
 

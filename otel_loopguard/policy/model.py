@@ -12,7 +12,8 @@ from typing import Any, Mapping, Optional
 BUILTIN_VERSION = "builtin-1"
 
 DEFAULT_RESULT_VOLATILE = frozenset(
-    {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at"}
+    # loop_guard_notice: the guard's own warn nudge must not make a result look new.
+    {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at", "loop_guard_notice"}
 )
 
 

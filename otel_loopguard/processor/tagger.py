@@ -98,6 +98,8 @@ class Tagger:
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
         run_id = self._run_id(span, attrs)
+        if attrs.get(conv.DISPATCHED) is False:
+            return self._denied(span, attrs, found, run_id)
         with self._lock:
             state = self._state(run_id)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
@@ -107,6 +109,17 @@ class Tagger:
             call = fingerprint_call(self._raw(span, found, state, state.observed), self._fp)
             findings = self._observe(state, call)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
+
+    def _denied(self, span: ReadableSpan, attrs: dict[str, Any], found: ToolSpan, run_id: str) -> ReadableSpan:
+        """A call the guard denied (its span exists, nothing ran in it): numbered, tagged,
+        never judged as a call, since it returned the guard's text, not a tool result."""
+        with self._lock:
+            state = self._state(run_id)
+            seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
+        action = self._fp.action(found.tool, found.arguments).digest
+        tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.RUN_ID: run_id,
+                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._config.mode}
+        return self._copy(span, attrs, tags, [])
 
     @staticmethod
     def _next_seq(state: _RunState) -> int:

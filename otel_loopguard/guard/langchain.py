@@ -1,0 +1,248 @@
+"""The adapter for LangChain v1 agents (`create_agent`, LangGraph): agent middleware.
+
+    from langchain.agents import create_agent
+    from otel_loopguard.guard.langchain import LoopGuardMiddleware
+
+    guard = otel_loopguard.guard()
+    agent = create_agent(model, tools, middleware=[LoopGuardMiddleware(guard)])
+
+`create_agent` routes every tool call the model requests through the middleware's
+`wrap_tool_call` (`awrap_tool_call` under `ainvoke`/`astream`) before the tool node
+runs it. The middleware asks the guard first:
+
+- deny: the handler is not called, so the tool never runs (and starts no tool
+  span); the model gets `ToolMessage(decision.message, status="error")` with the
+  call's own `tool_call_id`, and the agent carries on;
+- warn: the tool runs and the nudge is appended to the ToolMessage's content (text,
+  or a text block), unless the tool is observed only (not enforced);
+- after a real call, the guard records the ToolMessage's content, failed when its
+  status is "error" or the handler raised.
+
+Decisions other than allow are recorded as a `loopguard.decision` event before the
+tool runs, on the current span. OpenInference's LangChain instrumentation does not
+make its spans current, so when no span is current the event goes on the span of the
+current LangChain run as OpenInference reports it (the `tools` task span).
+
+Runs: the trace of that span, like the processor; without one, the `run_id` (or else
+the `thread_id`) of the LangGraph invocation; else the shared run "local". Pass
+`run_id=` to choose yourself. Decisions: tool calls requested by one model message are
+siblings (one turn), so parallel identical calls are not counted as repeats.
+
+Place it first in `middleware=[...]` (outermost): then error handlers such as
+`ToolErrorMiddleware` run inside it and it sees their error ToolMessages; placed
+inside them it records the exception as a failed call and re-raises it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from typing import Any, Awaitable, Callable, Optional, Union
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ToolCallRequest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+from opentelemetry import trace
+
+from ..bounded import BoundedMap
+from .decorator import nudge, record_decision
+from .guard import MAX_RUNS, WARN, Decision, Guard
+
+ToolResult = Union[ToolMessage, Command, Any]
+RunIdFn = Callable[[ToolCallRequest], Optional[str]]
+
+
+class LoopGuardMiddleware(AgentMiddleware):
+    """Consults the guard before each tool call; a denied call is answered, never run."""
+
+    def __init__(self, guard: Guard, *, run_id: Optional[RunIdFn] = None):
+        super().__init__()
+        self.guard = guard
+        self._run_id_fn = run_id
+        self._turns = _Turns()
+
+    # -- LangChain hooks ---------------------------------------------------------------
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolResult],
+    ) -> ToolResult:
+        decision, run_id = self._before(request)
+        if decision.denied:
+            return _denied(request, decision)
+        try:
+            result = handler(request)
+        except GraphBubbleUp:
+            raise  # an interrupt, not a finished call: it is checked again on resume
+        except Exception as exc:
+            self.guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+            raise
+        return self._after(request, decision, run_id, result)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        decision, run_id = self._before(request)
+        if decision.denied:
+            return _denied(request, decision)
+        try:
+            result = await handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            self.guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+            raise
+        return self._after(request, decision, run_id, result)
+
+    # -- the guard -----------------------------------------------------------------------
+    def _before(self, request: ToolCallRequest) -> tuple[Decision, str]:
+        call = request.tool_call
+        tool = str(call.get("name") or "")
+        span = _decision_span()
+        run_id = self._run_id(request, span)
+        turn = self._turns.turn(run_id, _requesting_message(request))
+        decision = self.guard.check(tool, dict(call.get("args") or {}), run_id=run_id, turn=turn)
+        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            record_decision(decision, tool)
+        return decision, run_id
+
+    def _after(self, request: ToolCallRequest, decision: Decision, run_id: str, result: ToolResult) -> ToolResult:
+        message = _tool_message(result, request.tool_call.get("id"))
+        if message is None:
+            # A Command without a ToolMessage for this call: it ran, its update is the result.
+            update = getattr(result, "update", None)
+            self.guard.record(decision, update if update is not None else repr(result), True, run_id=run_id)
+            return result
+        self.guard.record(decision, message.content, message.status != "error", run_id=run_id)
+        if decision.action != WARN or not decision.enforced:
+            return result  # an observe-only tool never changes what the model reads
+        return _replace_message(result, message, _nudged(message, decision.message))
+
+    def _run_id(self, request: ToolCallRequest, span: trace.Span) -> str:
+        if self._run_id_fn is not None:
+            chosen = self._run_id_fn(request)
+            if chosen:
+                return str(chosen)
+        ctx = span.get_span_context()
+        if ctx.is_valid:
+            return format(ctx.trace_id, "032x")
+        info = getattr(request.runtime, "execution_info", None)
+        for name in ("run_id", "thread_id"):
+            value = getattr(info, name, None)
+            if value:
+                return f"langgraph:{name}:{value}"
+        return "local"
+
+
+class _TurnCounter:
+    __slots__ = ("count", "last")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: Optional[str] = None
+
+
+class _Turns:
+    """Numbers the model messages that requested tool calls, per run: 1, 2, 3...
+
+    A call whose message is the latest one is a sibling (same turn); any other message
+    starts a new turn. By message identity rather than position, so trimming or
+    summarising the history never makes two decisions look like one, and a message id
+    seen long ago (ids reused across invocations) never joins an old turn."""
+
+    def __init__(self) -> None:
+        self._runs = BoundedMap[str, _TurnCounter](MAX_RUNS)
+        self._lock = threading.Lock()
+
+    def turn(self, run_id: str, key: Optional[str]) -> Optional[int]:
+        if key is None:
+            return None  # unknown: the guard treats the call as its own decision
+        with self._lock:
+            counter = self._runs.get(run_id)
+            if counter is None:
+                counter = _TurnCounter()
+                self._runs.put(run_id, counter)
+            if key != counter.last:
+                counter.count += 1
+                counter.last = key
+            return counter.count
+
+
+def _requesting_message(request: ToolCallRequest) -> Optional[str]:
+    """An identity for the model message that requested this call (its siblings share it)."""
+    call_id = request.tool_call.get("id")
+    if not call_id:
+        return None
+    state = request.state
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    for message in reversed(messages or ()):
+        if not isinstance(message, AIMessage):
+            continue
+        ids = [c.get("id") for c in message.tool_calls]
+        if call_id in ids:
+            return f"id:{message.id}" if message.id else "calls:" + "\x1f".join(str(i) for i in ids)
+    return None
+
+
+def _decision_span() -> trace.Span:
+    """The current span; under OpenInference (which never makes its spans current), the
+    span of the current LangChain run."""
+    span = trace.get_current_span()
+    if span.get_span_context().is_valid:
+        return span
+    openinference = sys.modules.get("openinference.instrumentation.langchain")
+    if openinference is not None:
+        try:
+            found = openinference.get_current_span()
+        except Exception:  # not instrumented, or an older release without the helper
+            found = None
+        if found is not None and found.get_span_context().is_valid:
+            return found
+    return span
+
+
+def _denied(request: ToolCallRequest, decision: Decision) -> ToolMessage:
+    call = request.tool_call
+    return ToolMessage(content=decision.message, tool_call_id=call.get("id") or "", name=call.get("name"),
+                       status="error")
+
+
+def _tool_message(result: ToolResult, call_id: Optional[str]) -> Optional[ToolMessage]:
+    if isinstance(result, ToolMessage):
+        return result
+    candidates: Any = result
+    if isinstance(result, Command):
+        update = result.update
+        candidates = update.get("messages") if isinstance(update, dict) else None
+    if isinstance(candidates, (list, tuple)):
+        messages = [m for m in candidates if isinstance(m, ToolMessage)]
+        return next((m for m in messages if m.tool_call_id == call_id), None)
+    return None
+
+
+def _nudged(message: ToolMessage, text: str) -> ToolMessage:
+    content = message.content
+    if isinstance(content, str):
+        new: Any = nudge(content, text)  # the same text form as the decorator's
+    else:
+        new = [*content, {"type": "text", "text": text}]
+    return message.model_copy(update={"content": new})
+
+
+def _replace_message(result: ToolResult, old: ToolMessage, new: ToolMessage) -> ToolResult:
+    if result is old:
+        return new
+    if isinstance(result, Command) and isinstance(result.update, dict):
+        messages = [new if m is old else m for m in result.update.get("messages") or ()]
+        return dataclasses.replace(result, update={**result.update, "messages": messages})
+    if isinstance(result, list):
+        return [new if m is old else m for m in result]
+    return result
+
+
+__all__ = ["LoopGuardMiddleware"]

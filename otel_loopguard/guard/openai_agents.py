@@ -1,0 +1,178 @@
+"""The adapter for the OpenAI Agents SDK: the guard as tool guardrails.
+
+    from otel_loopguard.guard.openai_agents import guard_agent
+
+    guard = otel_loopguard.guard()
+    agent = guard_agent(guard, Agent(name="Support", tools=[lookup_order, search]))
+
+    # or by hand, per tool:
+    rails = loopguard_tool_guardrails(guard)
+    @function_tool(tool_input_guardrails=[rails.check], tool_output_guardrails=[rails.record, rails.nudge])
+
+Before a function tool runs, a tool *input* guardrail asks the guard. A denied call
+is answered with `reject_content(decision.message)`: the SDK never invokes the tool,
+the run goes on, and the model reads the message as the tool's output. After the
+tool ran, a tool *output* guardrail feeds the result back with `guard.record()`.
+
+The SDK opens the call's function span before any guardrail runs, so unlike the
+decorator a denied call still has a tool span. The adapter marks it
+`loopguard.dispatched=false` and `loopguard.guard=<kind>` (docs/findings.md), so the
+receiver and the audit count it as a call that was not run.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Iterable, Optional
+
+from agents import (
+    Agent,
+    FunctionTool,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
+    default_tool_error_function,
+)
+from agents.tracing import get_current_span as current_sdk_span
+from opentelemetry import trace
+
+from ..conventions import attributes as conv
+from .decorator import current_run_id, nudge, record_decision
+from .guard import WARN, Decision, Guard
+
+NAME = "otel_loopguard"
+_PENDING = "_otel_loopguard_pending"  # on the ToolContext: the SDK builds one per call
+_RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
+
+
+class _Pending:
+    """What the output guardrails need from the input guardrail's decision."""
+
+    __slots__ = ("decision", "run_id", "recorded")
+
+    def __init__(self, decision: Decision, run_id: str):
+        self.decision = decision
+        self.run_id = run_id
+        self.recorded = False
+
+
+class LoopguardGuardrails:
+    """The guardrails for one guard. `guard_tools` / `guard_agent` attach them.
+
+    `check` is the input guardrail; `record` and `nudge` are output guardrails, put
+    first and last: every output guardrail sees the tool's real result, so recording
+    first never misses a call another guardrail rejects, and the nudge (a
+    `reject_content` that replaces the output) must not pre-empt the application's own.
+    """
+
+    def __init__(self, guard: Guard):
+        self.guard = guard
+        self.check = ToolInputGuardrail(self._check, name=f"{NAME}.check")
+        self.record = ToolOutputGuardrail(self._record, name=f"{NAME}.record")
+        self.nudge = ToolOutputGuardrail(self._nudge, name=f"{NAME}.nudge")
+
+    def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        tool = ctx.tool_name
+        run_id = _run_id(ctx)
+        # Every model response adds to usage.requests before its tools run, so parallel
+        # calls of one response share the turn: siblings, not repeats. A model that reports
+        # no requests leaves the turn unknown (each call its own decision).
+        turn = ctx.usage.requests or None
+        # Raw model JSON, as on the span: the fingerprinter parses and canonicalises it.
+        decision = self.guard.check(tool, ctx.tool_arguments or "{}", run_id=run_id, turn=turn)
+        # Inside the SDK's function span: with an OTel bridge this is the call's tool span.
+        record_decision(decision, tool)
+        if decision.denied:
+            span = trace.get_current_span()
+            span.set_attribute(conv.DISPATCHED, False)
+            span.set_attribute(conv.GUARD, decision.kind or "")
+            return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=_info(decision))
+        setattr(ctx, _PENDING, _Pending(decision, run_id))
+        return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
+
+    def _record(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        pending: Optional[_Pending] = getattr(data.context, _PENDING, None)
+        if pending is not None and not pending.recorded:
+            pending.recorded = True
+            self.guard.record(pending.decision, data.output, not _failed(data), run_id=pending.run_id)
+        return ToolGuardrailFunctionOutput.allow()
+
+    def _nudge(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        pending: Optional[_Pending] = getattr(data.context, _PENDING, None)
+        result = data.output
+        # Observe-only (not enforced): the model's input is left exactly as it was.
+        if pending is None or pending.decision.action != WARN or not pending.decision.enforced:
+            return ToolGuardrailFunctionOutput.allow()
+        if not isinstance(result, (str, dict)):
+            return ToolGuardrailFunctionOutput.allow()  # structured outputs are left alone
+        # The SDK sends plain values to the model as str(value): the nudge is appended to
+        # that text, where result digests strip it again (conventions/payloads.py), so a
+        # nudged result never looks like new information.
+        # A dict goes as JSON, the form instrumentations record un-nudged dict results in.
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        message = nudge(text, pending.decision.message)
+        return ToolGuardrailFunctionOutput.reject_content(message, output_info=_info(pending.decision))
+
+
+def loopguard_tool_guardrails(guard: Guard) -> LoopguardGuardrails:
+    return LoopguardGuardrails(guard)
+
+
+def guard_tools(guard: Guard | LoopguardGuardrails, tools: Iterable[Any]) -> list[Any]:
+    """Attach the guardrails to every FunctionTool (in place; other tools are left as they
+    are: hosted tools never reach the application). Attaching twice is a no-op."""
+    rails = guard if isinstance(guard, LoopguardGuardrails) else LoopguardGuardrails(guard)
+    out = list(tools)
+    for tool in out:
+        if not isinstance(tool, FunctionTool):
+            continue
+        inputs = [g for g in tool.tool_input_guardrails or [] if not _ours(g)]
+        outputs = [g for g in tool.tool_output_guardrails or [] if not _ours(g)]
+        # New lists: the old ones may be shared with other tools.
+        # Checked last: the guard judges only calls the application's guardrails let through.
+        tool.tool_input_guardrails = [*inputs, rails.check]
+        tool.tool_output_guardrails = [rails.record, *outputs, rails.nudge]
+    return out
+
+
+def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any]) -> Agent[Any]:
+    guard_tools(guard, agent.tools)
+    return agent
+
+
+def _info(decision: Decision) -> dict[str, Any]:
+    # Plain JSON: the SDK keeps it in the run result and persists it with a RunState.
+    return {"action": decision.action, "kind": decision.kind, "reason": decision.reason,
+            "enforced": decision.enforced}
+
+
+def _ours(guardrail: Any) -> bool:
+    return (guardrail.get_name() or "").startswith(f"{NAME}.")
+
+
+def _run_id(ctx: Any) -> str:
+    """The trace, like the processor's default run id; without an OTel trace, one id per
+    Runner.run (kept on the run's Usage, which every tool call of the run shares)."""
+    run_id = current_run_id()
+    if run_id != "local":
+        return run_id
+    usage = ctx.usage
+    own = getattr(usage, _RUN, None)
+    if own is None:
+        own = f"oa-run-{uuid.uuid4().hex}"
+        setattr(usage, _RUN, own)
+    return own
+
+
+def _failed(data: ToolOutputGuardrailData) -> bool:
+    """Did the tool raise? The SDK turns the exception into a result string before output
+    guardrails run; what is left is the error it puts on the function span, or (tracing
+    off) its default failure message."""
+    span = current_sdk_span()
+    if span is not None and span.error is not None:
+        return True
+    return data.output == default_tool_error_function(data.context, Exception())
