@@ -193,7 +193,7 @@ def test_identity_reaches_the_action_through_fingerprint_call() -> None:
 
 
 def test_default_volatile_fields_are_the_documented_set() -> None:
-    assert DEFAULT_RESULT_VOLATILE == {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at"}
+    assert DEFAULT_RESULT_VOLATILE == {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at", "loop_guard_notice"}
     assert Policy().volatile_for("anything") == DEFAULT_RESULT_VOLATILE
 
 

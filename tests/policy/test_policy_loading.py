@@ -46,7 +46,7 @@ def test_builtin_defaults_match_the_docs() -> None:
     b = p.budget
     assert (b.max_turns, b.max_tool_calls, b.max_cost_usd, b.max_seconds, b.warn_ratio) == (25, 60, None, 300.0, 0.8)
     assert dict(p.prices) == {}
-    assert p.result_volatile_fields == {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at"}
+    assert p.result_volatile_fields == {"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at", "loop_guard_notice"}
     assert (p.max_depth, p.max_bytes) == (64, 262144)
     assert dict(p.tools) == {}
 
