@@ -72,6 +72,14 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
             record_decision(decision, tool)
             return decision, run_id
 
+        def failed(decision: Decision, run_id: str, exc: Exception) -> None:
+            guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+
+        def after(decision: Decision, run_id: str, result: Any) -> Any:
+            guard.record(decision, result, True, run_id=run_id)
+            # Observe-only guards never change what the model reads.
+            return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
+
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -82,10 +90,9 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
                 try:
                     result = await fn(*args, **kwargs)
                 except Exception as exc:
-                    guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+                    failed(decision, run_id, exc)
                     raise
-                guard.record(decision, result, True, run_id=run_id)
-                return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
+                return after(decision, run_id, result)
 
             return async_inner  # type: ignore[return-value]
 
@@ -97,11 +104,9 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
             try:
                 result = fn(*args, **kwargs)
             except Exception as exc:
-                guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+                failed(decision, run_id, exc)
                 raise
-            guard.record(decision, result, True, run_id=run_id)
-            # Observe-only guards never change what the model reads.
-            return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
+            return after(decision, run_id, result)
 
         return inner  # type: ignore[return-value]
 
