@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..errors import PolicyError
 from .model import (
-    BudgetRule,
     CycleRule,
     Policy,
     PollRule,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from .helpers import NO_BUDGETS, Harness, brief, briefs, feed, spans
 

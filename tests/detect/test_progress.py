@@ -6,7 +6,6 @@ consumes it (`repeat` resets on progress, `no_progress` on new information).
 
 from __future__ import annotations
 
-import pytest
 
 from .helpers import NO_BUDGETS, Harness, briefs
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import decimal
 import enum
 import json
 import os

@@ -20,7 +20,7 @@ from otel_loopguard.processor import (
 )
 from otel_loopguard.processor.tagger import Tagger
 
-from .helpers import CONTRACT_TAGS, HEX32, KEY, RAW_KEYS, captured, decisions, emit, emit_turn, tags
+from .helpers import CONTRACT_TAGS, HEX32, KEY, RAW_KEYS, decisions, emit_turn, tags
 
 
 class Pipeline:

@@ -15,7 +15,6 @@ from otel_loopguard.processor import install
 from otel_loopguard.processor.tagger import Tagger
 
 from .helpers import (
-    KEY,
     RAW_KEYS,
     BlockedTagger,
     Stack,

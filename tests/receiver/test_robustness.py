@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
 
 from .agent import provider
 from .harness import (

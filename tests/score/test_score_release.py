@@ -11,7 +11,7 @@ import pytest
 
 from otel_loopguard.calls import TERMINATION_REASONS
 
-from score_helpers import A12, DELIVERED, NOT_RUN, call, kinds, lookups, one, run_record, violations
+from score_helpers import DELIVERED, NOT_RUN, call, kinds, lookups, one, run_record, violations
 
 EXPORT = {"export_id": "x9"}
 
