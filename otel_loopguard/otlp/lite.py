@@ -42,6 +42,7 @@ def _build() -> Any:
             ("start_time_unix_nano", 7, _F.TYPE_FIXED64, opt, ""),
             ("end_time_unix_nano", 8, _F.TYPE_FIXED64, opt, ""),
             ("attributes", 9, _F.TYPE_BYTES, rep, ""),
+            ("events", 11, _F.TYPE_BYTES, rep, ""),  # raw Span.Event bytes: guard decisions
             ("status", 15, _F.TYPE_MESSAGE, opt, ".otel_loopguard.lite.Status"),
         ],
     )

@@ -81,6 +81,8 @@ class RunAssembler:
             found = buffer.add_model(d.model, now)
         if d.facts:
             buffer.note_facts(d.facts)
+        if d.guards:
+            buffer.note_guards(d.guards)
         self.buffered_calls += buffer.buffered - before
         return self._emit(buffer, found)
 

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
-from opentelemetry.proto.trace.v1.trace_pb2 import Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import ModelCall, RawCall
+from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.spans import run_id_of, span_call
+from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
+from ..otlp.values import attributes
 from ..otlp.lite import LiteRequest, decode_attributes
 
 _MARKERS = frozenset(
@@ -39,6 +40,12 @@ _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
 # a pipeline that routes them back through the receiver must not see loops made of findings.
 _OWN_SPANS = frozenset({b"loopguard.finding", b"loopguard.run"})
+_DECISION = DECISION_EVENT.encode()
+
+
+def _without_guards(d: "Decoded") -> "Decoded":
+    d.guards, d.run_id = None, None
+    return d
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
@@ -56,6 +63,7 @@ class Decoded:
     call: Optional[RawCall] = None
     model: Optional[ModelCall] = None
     facts: Optional[dict[str, Any]] = None
+    guards: Optional[list[GuardEvent]] = None
 
 
 @dataclass
@@ -93,6 +101,23 @@ def _probe(markers: frozenset[str]) -> "re.Pattern[bytes]":
     return re.compile(b"|".join(re.escape(m.encode()) for m in sorted(markers)))
 
 
+def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
+    """Guard decisions recorded as span events (docs/guard.md); None when there are none."""
+    if _DECISION not in b"".join(raw_events):
+        return None
+    out = []
+    for raw in raw_events:
+        event = Span.Event.FromString(raw)
+        if event.name != DECISION_EVENT:
+            continue
+        e = attributes(event.attributes)
+        if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
+            kind, tool = e.get("loopguard.finding.kind"), e.get("loopguard.tool.name")
+            out.append(GuardEvent(event.time_unix_nano, str(kind) if kind else None,
+                                  bool(e["loopguard.dispatched"]), str(tool) if tool else None))
+    return out or None
+
+
 def _zero(trace_id: bytes, span_id: bytes) -> bool:
     return trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN
 
@@ -121,8 +146,12 @@ def _decode_span(
     # A re-delivery repeats times, parent and attributes exactly; another span does not.
     blob = b"".join(raw)
     d = Decoded(where, trace_id + span_id, hash((start, end, parent, blob)), trace_id, span_id, parent, start, end)
+    if span.events:
+        d.guards = _guard_events(span.events)
+        if d.guards:
+            d.run_id = run_id_of({}, trace_id, run_attr)  # refined below when attributes are read
     if probes is None or probes.search(blob) is None or span.name in _OWN_SPANS:
-        return d
+        return d if d.guards is None or span.name not in _OWN_SPANS else _without_guards(d)
     values = decode_attributes(raw, needed)
     found = recognise(values, span.status.code == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):

@@ -8,11 +8,12 @@ and judged in start-time order when the run completes. A gap that outlives
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import replace
 from typing import Optional
 
 from ..bounded import BoundedMap
-from ..calls import LOCAL_KEY, TERMINATION_REASONS, ModelCall, RawCall, RunFacts, ToolCall
+from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run
 from ..findings import INFO, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -22,6 +23,8 @@ from ..score import GuardTrail, feed_in_order, score_fields
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
 MAX_SKIPPED_RANGES = 1000
+MAX_GUARD_EVENTS = 100
+MAX_STARTS = 100_000
 RECENT_CALLS = 1024
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
@@ -60,6 +63,8 @@ class RunBuffer:
         self.integrity_error = False
         self.clock_skew = False
         self.skew_events = 0
+        self.guard_events: list[GuardEvent] = []
+        self._starts: list[int] = []  # start times of executed calls, sorted (bounded)
         self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
         self.root_ended_at: Optional[float] = None
         self.last_activity = now
@@ -115,6 +120,10 @@ class RunBuffer:
             return []
         return self._keep(self.run.observe_model(numbered))
 
+    def note_guards(self, events: list[GuardEvent]) -> None:
+        room = MAX_GUARD_EVENTS - len(self.guard_events)
+        self.guard_events.extend(events[: max(room, 0)])
+
     def note_facts(self, facts: dict[str, object]) -> None:
         reason = facts.get("loopguard.termination_reason")
         terminal = facts.get("loopguard.terminal_response")
@@ -147,6 +156,7 @@ class RunBuffer:
         self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
         if not raw.dispatched:
             return []
+        self._started(call)
         return self._keep(self.run.observe(call))
 
     def expire_gap(self, now: float, wait: float) -> list[Finding]:
@@ -195,7 +205,18 @@ class RunBuffer:
             self.trail.note(call.seq, call.tool, h.dispatched, h.guard, self._fp.policy)
             if h.dispatched:
                 executed.append(call)
+                self._started(call)
         return self._keep(feed_in_order(self.run, self.untagged_models, executed))
+
+    def _started(self, call: ToolCall) -> None:
+        if call.start_ns and len(self._starts) < MAX_STARTS:
+            bisect.insort(self._starts, call.start_ns)
+
+    def _guards_to_trail(self) -> None:
+        """Guard decisions known only as span events: placed by time among the calls."""
+        for e in self.guard_events:
+            before = bisect.bisect_right(self._starts, e.time_ns)
+            self.trail.note_event(before + 0.5, e.kind, e.dispatched, len(self._starts) - before)
 
     def score(self) -> tuple[str, dict[str, object]]:
         unscorable = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}
@@ -203,6 +224,7 @@ class RunBuffer:
             return "integrity_error", unscorable
         if self.incomplete:
             return "incomplete_trace", unscorable
+        self._guards_to_trail()
         return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts)
 
     # -- integrity findings ----------------------------------------------------

@@ -57,6 +57,13 @@ class GuardTrail:
     executed_after: int = 0
     side_effect_after: bool = False
 
+    def note_event(self, position: float, kind: Optional[str], dispatched: bool, executed_after: int) -> None:
+        """A guard decision known only by its time (a span event), counted against the
+        calls that started after it. The earliest decision is the one the score reports."""
+        if self.seq is None or position < self.seq:
+            self.seq, self.kind, self.dispatched = position, kind or "repeat", dispatched
+            self.executed_after = executed_after
+
     def note(self, seq: float, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
         if self.seq is None:
             if guard is not None or not dispatched:
