@@ -2,5 +2,5 @@
 # Set up a fresh machine and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,frameworks
+bash scripts/setup.sh test,frameworks,phoenix
 exec .venv/bin/python -m pytest "$@"
