@@ -1,0 +1,369 @@
+"""End to end on a real tracing backend: app -> `otel-loopguard serve --forward` -> Arize Phoenix.
+
+A scripted agent in this process, traced with the real OpenTelemetry SDK and
+`otel_loopguard.install()`, calls `lookup_order` six times with the same arguments and
+exports over OTLP/gRPC to the receiver, run as `python -m otel_loopguard.cli serve
+--forward` in a subprocess, which forwards to a real Phoenix (`phoenix serve`, embedded
+SQLite in a temp dir) in another subprocess. The test then reads back what Phoenix stored,
+through its REST API (`GET /v1/projects/{project}/spans?trace_id=...`), and checks the
+contract (CONTRACT.md section 2) as a user of that backend would see it:
+
+- the app's spans reached Phoenix exactly once each, tool spans tagged by the processor
+  (`loopguard.args.digest`, `loopguard.seq`);
+- a `loopguard.finding` span of kind `repeat`, severity `stop`, in the same trace, under the
+  agent's root span, whose `loopguard.finding.span_ids` (and `loopguard.call` events) name
+  the first five tool spans as Phoenix stores them. Phoenix keeps no span links, so this
+  attribute is what makes the finding navigable there;
+- the finding spans were filed into the app's Phoenix project (Phoenix files a span into the
+  project of its trace once the trace exists, whatever the span's own resource says);
+- a `loopguard.run` summary span;
+- the receiver exits 0 on SIGTERM.
+
+Everything listens on and talks to 127.0.0.1 only. Phoenix is started with telemetry and
+external resources disabled, and through `_phoenix_loopback.py`, which keeps its OTLP/gRPC
+port (bound to every interface by Phoenix itself) on loopback.
+
+Skipped only when `phoenix` (the `phoenix` extra, arize-phoenix 20.x) is not installed;
+scripts/test.sh installs it, so CI runs this test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+
+def _phoenix_installed() -> bool:
+    """`phoenix` importable, with the server (not only the arize-phoenix-client part of the namespace)."""
+    spec = importlib.util.find_spec("phoenix")
+    return spec is not None and any(Path(p, "server", "main.py").is_file() for p in spec.submodule_search_locations or ())
+
+
+pytestmark = pytest.mark.skipif(
+    not _phoenix_installed(),
+    reason="arize-phoenix is not installed (pip install -e '.[phoenix]'); this test needs a real Phoenix server",
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PROJECT = "loopguard-e2e"
+KEY = "e2e-phoenix-" + secrets.token_hex(16)
+TOOL = "lookup_order"
+CALLS = 6
+_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+_PROXY_VARS = ("http_proxy", "https_proxy", "grpc_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child_env(drop: Callable[[str], bool]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not drop(k) and k not in _PROXY_VARS}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop(proc: subprocess.Popen, *, group: bool) -> None:
+    """Terminate a process this test started (its own process group for Phoenix), bounded."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@dataclass
+class Phoenix:
+    proc: subprocess.Popen
+    http_port: int
+    grpc_port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"phoenix exited with {self.proc.returncode}:\n{_tail(self.log)}"
+            try:
+                with _HTTP.open(f"{self.url}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.25)
+        raise AssertionError(f"phoenix not healthy after {timeout:.0f} s:\n{_tail(self.log)}")
+
+    def spans(self, project: str, trace_id: str) -> list[dict[str, Any]]:
+        """GET /v1/projects/{project}/spans?trace_id=...: every span Phoenix stored for the trace."""
+        query = urllib.parse.urlencode({"trace_id": trace_id, "limit": 1000})
+        try:
+            with _HTTP.open(f"{self.url}/v1/projects/{urllib.parse.quote(project)}/spans?{query}", timeout=5) as r:
+                body = json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:  # the project does not exist (yet)
+                return []
+            raise
+        assert body.get("next_cursor") is None, "more than one page of spans for one small trace"
+        return list(body["data"])
+
+
+@dataclass
+class Receiver:
+    proc: subprocess.Popen
+    port: int
+    stdout: Path
+    stderr: Path
+
+
+@pytest.fixture
+def phoenix(tmp_path: Path) -> Iterator[Phoenix]:
+    workdir = tmp_path / "phoenix"
+    workdir.mkdir()
+    http_port, grpc_port = _free_port(), _free_port()
+    env = _child_env(lambda k: k.startswith(("PHOENIX_", "OTEL_")))
+    env.update(
+        PHOENIX_WORKING_DIR=str(workdir),
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(http_port),
+        PHOENIX_GRPC_PORT=str(grpc_port),
+        PHOENIX_TELEMETRY_ENABLED="false",  # no FullStory / Scarf pixels
+        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",  # no WASM sandbox download, no docs MCP server
+    )
+    log = tmp_path / "phoenix.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, str(HERE / "_phoenix_loopback.py"), "serve"], cwd=workdir, env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield Phoenix(proc, http_port, grpc_port, log)
+    finally:
+        _stop(proc, group=True)
+
+
+@pytest.fixture
+def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
+    """`otel-loopguard serve --forward <phoenix grpc>`, started while Phoenix is still booting."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    port = _free_port()
+    env = _child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")))
+    env["OTEL_LOOPGUARD_KEY"] = KEY
+    stdout, stderr = tmp_path / "receiver.out", tmp_path / "receiver.err"
+    with stdout.open("w") as out, stderr.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "otel_loopguard.cli", "serve", "--listen", f"127.0.0.1:{port}",
+             "--forward", f"127.0.0.1:{phoenix.grpc_port}", "--root-grace-seconds", "0.5"],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    try:
+        deadline = time.monotonic() + 20
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.enable_http_proxy", 0)]) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            while True:
+                assert proc.poll() is None, f"receiver exited with {proc.returncode}:\n{_tail(stderr)}"
+                try:
+                    if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.RpcError:
+                    pass
+                assert time.monotonic() < deadline, f"receiver never became healthy:\n{_tail(stderr)}"
+                time.sleep(0.1)
+        yield Receiver(proc, port, stdout, stderr)
+    finally:
+        _stop(proc, group=False)
+
+
+@dataclass
+class AgentRun:
+    trace_id: str
+    root_id: str
+    chat_ids: list[str] = field(default_factory=list)
+    tool_ids: list[str] = field(default_factory=list)
+
+    @property
+    def app_ids(self) -> list[str]:
+        return [self.root_id, *self.chat_ids, *self.tool_ids]
+
+
+def hex16(span: Any) -> str:
+    return format(span.get_span_context().span_id, "016x")
+
+
+def _run_looping_agent(receiver_port: int) -> AgentRun:
+    """Six identical lookup_order calls (GenAI execute_tool spans, chat spans between) under a root."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    import otel_loopguard
+
+    provider = TracerProvider(resource=Resource.create(
+        {"service.name": "loopguard-e2e-agent", "openinference.project.name": PROJECT}))
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver_port}", insecure=True, timeout=10)
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=100))
+    handle = otel_loopguard.install(tracer_provider=provider, key=KEY)
+    assert handle.mode == "observe"
+    tracer = provider.get_tracer("loopguard-e2e")
+    try:
+        with tracer.start_as_current_span("invoke_agent support") as root:
+            run = AgentRun(format(root.get_span_context().trace_id, "032x"), hex16(root))
+            for turn in range(1, CALLS + 1):
+                with tracer.start_as_current_span("chat scripted-model") as chat:
+                    chat.set_attribute("gen_ai.operation.name", "chat")
+                    chat.set_attribute("gen_ai.usage.input_tokens", 900 + 150 * turn)
+                    chat.set_attribute("gen_ai.usage.output_tokens", 40)
+                    run.chat_ids.append(hex16(chat))
+                marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL}
+                with tracer.start_as_current_span(f"execute_tool {TOOL}", attributes=marked) as span:
+                    span.set_attribute("gen_ai.tool.call.id", f"call_{turn}")
+                    span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": "A12"}))
+                    span.set_attribute("gen_ai.tool.call.result", json.dumps({"status": "delivered", "version": 7}))
+                    run.tool_ids.append(hex16(span))
+        assert provider.force_flush(15_000), "the SDK could not flush its spans to the receiver"
+    finally:
+        provider.shutdown()
+    return run
+
+
+def _attrs(span: dict[str, Any]) -> dict[str, Any]:
+    return span["attributes"]
+
+
+def _named(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [s for s in spans if s["name"] == name]
+
+
+def _is_repeat_stop(span: dict[str, Any]) -> bool:
+    a = _attrs(span)
+    return a.get("loopguard.finding.kind") == "repeat" and a.get("loopguard.finding.severity") == "stop"
+
+
+def test_findings_reach_phoenix_in_the_agents_trace(
+    phoenix: Phoenix, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0 = time.monotonic()
+    for var in ("no_proxy", "NO_PROXY"):  # the app's OTLP exporter (gRPC) must not go through a proxy
+        monkeypatch.setenv(var, "127.0.0.1,localhost")
+    phoenix.wait_healthy(60)
+    run = _run_looping_agent(receiver.port)
+
+    # Poll Phoenix until everything has been stored (bounded): the app's spans, a repeat/stop
+    # finding and the run summary.
+    deadline = time.monotonic() + 30
+    while True:
+        spans = phoenix.spans(PROJECT, run.trace_id)
+        ids = {s["context"]["span_id"] for s in spans}
+        done = (set(run.app_ids) <= ids and any(_is_repeat_stop(s) for s in _named(spans, "loopguard.finding"))
+                and _named(spans, "loopguard.run"))
+        if done:
+            break
+        assert time.monotonic() < deadline, (
+            f"Phoenix has not stored the expected spans after 30 s; it has {sorted(s['name'] for s in spans)}\n"
+            f"receiver stderr:\n{_tail(receiver.stderr)}\nphoenix log:\n{_tail(phoenix.log)}")
+        time.sleep(0.5)
+    time.sleep(1.0)  # anything sent twice would have arrived by now
+    spans = phoenix.spans(PROJECT, run.trace_id)
+
+    # Every span is in the agent's trace (the query asked for it; Phoenix agrees).
+    assert {s["context"]["trace_id"] for s in spans} == {run.trace_id}
+
+    # The app's own spans reached Phoenix exactly once each (inline mode forwards each unique span once).
+    app = [s for s in spans if s["context"]["span_id"] in set(run.app_ids)]
+    assert sorted(s["context"]["span_id"] for s in app) == sorted(run.app_ids)
+    others = [s["name"] for s in spans if s["context"]["span_id"] not in set(run.app_ids)]
+    assert set(others) <= {"loopguard.finding", "loopguard.run"}, others
+
+    # Tool spans carry the processor's tags, as Phoenix stores them.
+    tools = sorted(_named(spans, f"execute_tool {TOOL}"), key=lambda s: _attrs(s)["loopguard.seq"])
+    assert len(tools) == CALLS
+    assert [s["context"]["span_id"] for s in tools] == run.tool_ids  # seq order == dispatch order
+    assert [_attrs(s)["loopguard.seq"] for s in tools] == list(range(1, CALLS + 1))
+    digests = {_attrs(s)["loopguard.args.digest"] for s in tools}
+    assert len(digests) == 1, digests  # six identical calls, one action digest
+    digest = digests.pop()
+    assert len(digest) == 32 and all(c in "0123456789abcdef" for c in digest)
+    assert all(_attrs(s)["loopguard.tool.name"] == TOOL for s in tools)
+    assert all(s["parent_id"] == run.root_id for s in tools)
+
+    # The finding: repeat/stop over calls 1-5, a new span in the same trace, under the agent's root.
+    findings = _named(spans, "loopguard.finding")
+    stops = [s for s in findings if _is_repeat_stop(s)]
+    assert len(stops) == 1, [_attrs(s) for s in findings]
+    finding = stops[0]
+    a = _attrs(finding)
+    first_five = [s["context"]["span_id"] for s in tools[:5]]
+    assert a["loopguard.finding.span_ids"] == first_five == run.tool_ids[:5]
+    assert finding["context"]["trace_id"] == run.trace_id
+    assert finding["parent_id"] == run.root_id
+    assert finding["context"]["span_id"] not in run.app_ids  # a new span; nothing exported was modified
+    assert (a["loopguard.finding.first_seq"], a["loopguard.finding.last_seq"], a["loopguard.finding.count"]) == (1, 5, 5)
+    assert a["loopguard.tool.name"] == TOOL
+    assert a["loopguard.args.digest"] == digest
+    assert a["loopguard.run.id"] == run.trace_id
+    assert a["loopguard.finding.reason"] and a["loopguard.policy.version"]
+    # Start/end = first offending call's start, last offending call's end.
+    assert finding["start_time"] == tools[0]["start_time"]
+    assert finding["end_time"] == tools[4]["end_time"]
+    # One loopguard.call event per offending call; Phoenix keeps events (it keeps no links).
+    calls = [e for e in finding["events"] if e["name"] == "loopguard.call"]
+    assert [e["attributes"]["span_id"] for e in calls] == first_five
+    assert [e["attributes"]["loopguard.seq"] for e in calls] == [1, 2, 3, 4, 5]
+    assert "links" not in finding
+    # No openinference.span.kind on findings: Phoenix shows them as UNKNOWN.
+    assert finding["span_kind"] == "UNKNOWN"
+
+    # The run summary.
+    (summary,) = _named(spans, "loopguard.run")
+    s = _attrs(summary)
+    assert s["loopguard.run.id"] == run.trace_id
+    assert s["loopguard.run.outcome"] == "scored"
+    assert "loopguard.score.termination_reason" in s
+    assert any(k.startswith("loopguard.score.") and k != "loopguard.score.termination_reason" for k in s)
+
+    # Phoenix filed the finding and run spans into the app's project (their trace's project), not
+    # into the default project their own resource (service.name=otel-loopguard) would pick.
+    assert phoenix.spans("default", run.trace_id) == []
+
+    # SIGTERM: graceful shutdown, exit status 0.
+    receiver.proc.send_signal(signal.SIGTERM)
+    assert receiver.proc.wait(20) == 0, _tail(receiver.stderr)
+    err = receiver.stderr.read_text()
+    assert f"finding repeat/stop tool={TOOL} run={run.trace_id} seq=1-5" in err, err
+    assert KEY not in err and KEY not in receiver.stdout.read_text()
+    assert time.monotonic() - t0 < 90
