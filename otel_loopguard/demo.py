@@ -9,6 +9,7 @@ are the spans that backend receives.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import os
@@ -156,6 +157,17 @@ def _report(backend: Backend, traces: dict[str, str], out: TextIO) -> None:
     print("\nEach finding span links to the offending tool spans (loopguard.finding.span_ids) and sits\n"
           "in the agent's own trace. Point `otel-loopguard serve --forward` at your backend to see them\n"
           "there; docs/deployment.md shows how they look in Phoenix, Jaeger and Tempo.", file=out)
+    if _phoenix_installed():
+        print("\nPhoenix is installed: `phoenix serve` (UI on http://localhost:6006, OTLP/gRPC on :4317), then\n"
+              "`otel-loopguard serve --listen 127.0.0.1:4327 --forward 127.0.0.1:4317` and point your app's\n"
+              "OTLP exporter at :4327 to browse the findings there.", file=out)
+
+
+def _phoenix_installed() -> bool:
+    """Without importing it (that is slow): is the Phoenix server on this machine?"""
+    spec = importlib.util.find_spec("phoenix")
+    locations = spec.submodule_search_locations if spec else None
+    return any(os.path.exists(os.path.join(p, "server", "main.py")) for p in locations or ())
 
 
 def _findings(backend: Backend, trace_id: str) -> Iterator[dict[str, Any]]:
