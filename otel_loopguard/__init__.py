@@ -19,7 +19,7 @@ def install(**kwargs: object) -> "object":
 
 def guard(**kwargs: object) -> "object":
     """A guard for enforce mode: `@guard.tool` wraps plain Python tools (docs/guard.md)."""
-    from .guard import make_guard
+    from .enforce import make_guard
 
     return make_guard(**kwargs)  # type: ignore[arg-type]
 

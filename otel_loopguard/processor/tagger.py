@@ -116,9 +116,12 @@ class Tagger:
         with self._lock:
             state = self._state(run_id)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
+            turn = state.turn_at(span.start_time or 0)
         action = self._fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.RUN_ID: run_id,
                 conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._config.mode}
+        if turn is not None:
+            tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
 
     @staticmethod

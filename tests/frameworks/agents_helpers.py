@@ -94,7 +94,7 @@ def repeat(call: Call, times: int) -> list[list[Call]]:
 
 def run_agent(tools: list[Any], script: Sequence[Turn], *, guard: Any = None, max_turns: int = 40) -> tuple[Any, ScriptedModel]:
     """One Runner.run of an agent with these tools (guarded by `guard` when given)."""
-    from otel_loopguard.guard.openai_agents import guard_agent
+    from otel_loopguard.enforce.openai_agents import guard_agent
 
     model = ScriptedModel(script)
     agent = Agent(name="Order agent", instructions="Help with orders.", tools=tools, model=model,

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import Field
 
-from otel_loopguard.guard import ToolGuard, make_guard
+from otel_loopguard.enforce import ToolGuard, make_guard
 from otel_loopguard.processor import LoopguardHandle, install
 
 KEY = "frameworks-lc-test-key-4Rk8Tm2Qz"

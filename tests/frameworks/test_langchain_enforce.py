@@ -17,7 +17,7 @@ from langchain.agents.middleware import ToolErrorMiddleware  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.tools import ToolException, tool  # noqa: E402
 
-from otel_loopguard.guard.langchain import LoopGuardMiddleware  # noqa: E402
+from otel_loopguard.enforce.langchain import LoopGuardMiddleware  # noqa: E402
 
 from .lc_helpers import (  # noqa: E402,F401 - fixtures are used by name
     Stack,

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from otel_loopguard.guard.langchain import LoopGuardMiddleware  # noqa: E402
+from otel_loopguard.enforce.langchain import LoopGuardMiddleware  # noqa: E402
 
 from .lc_helpers import _clean_lc_env, guard, model, repeat, run_agent  # noqa: E402,F401
 

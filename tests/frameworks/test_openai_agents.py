@@ -17,8 +17,8 @@ pytest.importorskip("agents")  # the `agents` extra
 
 from agents import function_tool  # noqa: E402
 
-from otel_loopguard.guard import ToolGuard, make_guard  # noqa: E402
-from otel_loopguard.guard.openai_agents import guard_tools, loopguard_tool_guardrails  # noqa: E402
+from otel_loopguard.enforce import ToolGuard, make_guard  # noqa: E402
+from otel_loopguard.enforce.openai_agents import guard_tools, loopguard_tool_guardrails  # noqa: E402
 
 from .agents_helpers import (  # noqa: E402,F401 - fixtures are used by name
     DENIED_PREFIX,

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otel_loopguard
-from otel_loopguard.guard import ToolGuard, make_guard
+from otel_loopguard.enforce import ToolGuard, make_guard
 
 KEY = b"guard-test-key-0123456789"
 
@@ -211,3 +211,10 @@ def test_the_audit_scores_a_guarded_run_from_its_spans(tmp_path: Any, monkeypatc
     assert (score["guard_fired"], score["guard_before_dispatch"], score["guard_seq"]) == (True, True, 5)
     assert (score["executed_after_guard"], score["termination_reason"]) == (False, "loop_guard")
     assert report.passed is True
+
+
+def test_the_guard_factory_can_be_called_again_after_the_adapters_are_imported() -> None:
+    import otel_loopguard.enforce.decorator  # noqa: F401 - importing a subpackage must not shadow guard()
+
+    first, second = otel_loopguard.guard(key=KEY), otel_loopguard.guard(key=KEY)
+    assert type(first).__name__ == type(second).__name__ == "ToolGuard"

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import otel_loopguard
-from otel_loopguard.guard import make_guard
+from otel_loopguard.enforce import make_guard
 
 from .harness import ReceiverThread, Sink, attr, make_config, wait_for
 

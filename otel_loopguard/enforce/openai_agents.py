@@ -1,6 +1,6 @@
 """The adapter for the OpenAI Agents SDK: the guard as tool guardrails.
 
-    from otel_loopguard.guard.openai_agents import guard_agent
+    from otel_loopguard.enforce.openai_agents import guard_agent
 
     guard = otel_loopguard.guard()
     agent = guard_agent(guard, Agent(name="Support", tools=[lookup_order, search]))

@@ -1,7 +1,7 @@
 """The adapter for LangChain v1 agents (`create_agent`, LangGraph): agent middleware.
 
     from langchain.agents import create_agent
-    from otel_loopguard.guard.langchain import LoopGuardMiddleware
+    from otel_loopguard.enforce.langchain import LoopGuardMiddleware
 
     guard = otel_loopguard.guard()
     agent = create_agent(model, tools, middleware=[LoopGuardMiddleware(guard)])
