@@ -21,6 +21,7 @@ class ProcessorConfig:
     redact: bool = False  # remove raw arguments/results from exported tool spans
     policy: Optional[str] = None  # policy file (YAML/JSON)
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: the trace)
+    agent_scopes: bool = False  # a subagent's calls form their own run inside the trace
     queue_size: int = 10_000  # tool/model spans waiting to be tagged; beyond: exported untagged
     max_runs: int = 10_000  # runs whose state is kept in memory (least recent dropped)
 
@@ -37,6 +38,7 @@ _ENV = {
     "redact": "OTEL_LOOPGUARD_REDACT",
     "policy": "OTEL_LOOPGUARD_POLICY",
     "run_id_attribute": "OTEL_LOOPGUARD_RUN_ID_ATTRIBUTE",
+    "agent_scopes": "OTEL_LOOPGUARD_AGENT_SCOPES",
     "queue_size": "OTEL_LOOPGUARD_QUEUE_SIZE",
     "max_runs": "OTEL_LOOPGUARD_MAX_RUNS",
 }

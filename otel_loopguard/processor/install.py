@@ -57,12 +57,15 @@ def install(
     redact: Optional[bool] = None,
     policy: Optional[str] = None,
     run_id_attribute: Optional[str] = None,
+    agent_scopes: Optional[bool] = None,
     key: Optional[bytes | str] = None,
     key_file: Optional[str] = None,
     tracer_provider: Optional[TracerProvider] = None,
 ) -> LoopguardHandle:
     """Add otel-loopguard to tracing. Arguments override OTEL_LOOPGUARD_* settings."""
-    config = resolve({"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute})
+    config = resolve(
+        {"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes}
+    )
     with _lock:
         provider = tracer_provider or _global_provider()
         existing = getattr(provider, _HANDLE_ATTR, None)

@@ -37,6 +37,13 @@ RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments,
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
 MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
+MAX_SCOPED_SPANS = 100_000  # open spans whose agent scope is remembered (agent_scopes only)
+# Spans that start an agent's scope, by convention (marker attribute -> values).
+AGENT_MARKERS = (
+    ("gen_ai.operation.name", frozenset({"invoke_agent"})),
+    ("openinference.span.kind", frozenset({"AGENT", "agent"})),
+    ("traceloop.span.kind", frozenset({"agent"})),
+)
 
 
 def interesting(span: ReadableSpan) -> bool:
@@ -83,6 +90,8 @@ class Tagger:
         self._config = config
         self._runs = BoundedMap[str, _RunState](config.max_runs)
         self._lock = threading.Lock()
+        # span id -> span id of the innermost agent span around it (agent_scopes only)
+        self._scopes = BoundedMap[int, int](MAX_SCOPED_SPANS)
 
     @property
     def key_id(self) -> str:
@@ -131,15 +140,18 @@ class Tagger:
 
     def reserve(self, span: Any) -> None:
         """At span start (application thread): a span already marked as a tool call
-        takes its sequence number now, in dispatch order. Others are numbered at end."""
+        takes its sequence number now, in dispatch order. Others are numbered at end.
+        With agent scopes, every span also inherits the agent scope it starts in."""
         attrs = span.attributes
         plain = getattr(attrs, "_dict", attrs) if attrs else None
+        if self._config.agent_scopes:
+            self._note_scope(span, plain or {})
         if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
             return
         name = self._config.run_id_attribute
         if name and name not in plain:
             return  # the run is not known yet: numbered at end
-        run_id = str(plain[name]) if name else format(span.context.trace_id, "032x")
+        run_id = self._scoped(str(plain[name]) if name else format(span.context.trace_id, "032x"), span)
         with self._lock:
             state = self._state(run_id)
             if len(state.reserved) < MAX_RESERVED:
@@ -148,7 +160,23 @@ class Tagger:
     def _run_id(self, span: ReadableSpan, attrs: dict[str, Any]) -> str:
         name = self._config.run_id_attribute
         value = attrs.get(name) if name else None
-        return str(value) if value else format(span.context.trace_id, "032x")
+        return self._scoped(str(value) if value else format(span.context.trace_id, "032x"), span)
+
+    def _note_scope(self, span: Any, attrs: Any) -> None:
+        if any(_is(attrs.get(key), values) for key, values in AGENT_MARKERS):
+            self._scopes.put(span.context.span_id, span.context.span_id)
+            return
+        parent = span.parent
+        scope = self._scopes.get(parent.span_id) if parent is not None else None
+        if scope is not None:
+            self._scopes.put(span.context.span_id, scope)
+
+    def _scoped(self, run_id: str, span: Any) -> str:
+        """A subagent's calls are a run of their own: <run>/<agent span id>."""
+        if not self._config.agent_scopes:
+            return run_id
+        scope = self._scopes.get(span.context.span_id)
+        return f"{run_id}/{scope:016x}" if scope is not None else run_id
 
     def _state(self, run_id: str) -> _RunState:
         state = self._runs.get(run_id)
