@@ -11,7 +11,7 @@ scans past, which made each insert slower the fuller the container was.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Generic, Hashable, Optional, TypeVar
+from typing import Callable, Generic, Hashable, Optional, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -58,6 +58,13 @@ class BoundedMap(Generic[K, V]):
         elif len(items) >= self._limit:
             items = self._items = _trimmed(items, self._limit)
         items[key] = value
+
+    def get_or_create(self, key: K, make: Callable[[], V]) -> V:
+        value = self._items.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
 
     def pop(self, key: K) -> Optional[V]:
         return self._items.pop(key, None)

@@ -96,11 +96,7 @@ class Guard:
             return state.run.observe(fingerprint_call(raw, self._fp))
 
     def _state(self, run_id: str) -> _RunState:
-        state = self._runs.get(run_id)
-        if state is None:
-            state = _RunState(Run(run_id, self._fp.policy))
-            self._runs.put(run_id, state)
-        return state
+        return self._runs.get_or_create(run_id, lambda: _RunState(Run(run_id, self._fp.policy)))
 
     def _enforced(self, tool: str) -> bool:
         rule = self._fp.policy.rule(tool)

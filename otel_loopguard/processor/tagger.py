@@ -179,11 +179,7 @@ class Tagger:
         return f"{run_id}/{scope:016x}" if scope is not None else run_id
 
     def _state(self, run_id: str) -> _RunState:
-        state = self._runs.get(run_id)
-        if state is None:
-            state = _RunState(Run(run_id, self._fp.policy))
-            self._runs.put(run_id, state)
-        return state
+        return self._runs.get_or_create(run_id, lambda: _RunState(Run(run_id, self._fp.policy)))
 
     def _model(self, span: ReadableSpan, attrs: dict[str, Any], found: ModelSpan) -> ReadableSpan:
         """A model decision: counts the turn, prices the tokens for the cost budget."""

@@ -88,18 +88,17 @@ class RunAssembler:
 
     def duplicate(self, d: Decoded) -> list[Span]:
         """A re-delivered tool span: one info finding, never a repeated call."""
-        buffer = self.runs.get(d.run_id or "")
-        if buffer is None or d.call is None:
-            return []
-        f = buffer.telemetry_duplicate(d.span_id.hex(), max(d.call.seq, 0))
-        return self._emit(buffer, [f], place_at(d.trace_id, d.parent, d.start, d.end))
+        return self._about_dropped(d, RunBuffer.telemetry_duplicate)
 
     def conflict(self, d: Decoded) -> list[Span]:
         """A different tool span under an id already seen: the first one stays."""
+        return self._about_dropped(d, RunBuffer.span_conflict)
+
+    def _about_dropped(self, d: Decoded, report: Callable[[RunBuffer, str, int], Finding]) -> list[Span]:
         buffer = self.runs.get(d.run_id or "")
         if buffer is None or d.call is None:
             return []
-        f = buffer.span_conflict(d.span_id.hex(), max(d.call.seq, 0))
+        f = report(buffer, d.span_id.hex(), max(d.call.seq, 0))
         return self._emit(buffer, [f], place_at(d.trace_id, d.parent, d.start, d.end))
 
     # -- timers ------------------------------------------------------------------
