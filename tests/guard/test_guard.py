@@ -144,11 +144,15 @@ def test_async_tools_are_guarded_too() -> None:
     assert len(invoked) == 4 and results[-1].startswith("Not executed")
 
 
-def test_the_denial_is_recorded_before_any_span_of_the_denied_call() -> None:
+def _traced() -> tuple[InMemorySpanExporter, Any]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("t")
+    return exporter, provider.get_tracer("t")
+
+
+def test_the_denial_is_recorded_before_any_span_of_the_denied_call() -> None:
+    exporter, tracer = _traced()
     guard = _guard()
 
     @guard.tool
@@ -184,10 +188,7 @@ def test_the_audit_scores_a_guarded_run_from_its_spans(tmp_path: Any, monkeypatc
     from otel_loopguard.audit import audit
 
     monkeypatch.setenv("OTEL_LOOPGUARD_KEY", KEY.decode())
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("t")
+    exporter, tracer = _traced()
     guard = _guard()
 
     @guard.tool
