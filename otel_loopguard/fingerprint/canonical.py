@@ -13,7 +13,7 @@ import json
 import math
 import re
 import threading
-from typing import Any, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 # Flags a canonical form can carry. They are part of the public docs.
 OPAQUE_TEXT = "opaque_text"  # not JSON: the exact text is hashed
@@ -64,13 +64,15 @@ class _TooDeep(Exception):
 
 def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
     """Parse JSON text; keep anything else as it is. Never raises."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        value = bytes(value).decode("utf-8", errors="surrogateescape")
-    if not isinstance(value, str):
-        return Parsed(value, "json", NO_FLAGS)
-    if _utf8_length_over(value, max_bytes):
+    if type(value) is not str:  # text is the usual input: one exact-type test settles it
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            value = bytes(value).decode("utf-8", errors="surrogateescape")
+        elif not isinstance(value, str):
+            return Parsed(value, "json", NO_FLAGS)
+    # The cheap half of each limit check inline; the helpers settle the rare rest.
+    if len(value) * 4 > max_bytes and _utf8_length_over(value, max_bytes):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_LARGE}))
-    if _nesting_over(value, MAX_TEXT_DEPTH):
+    if value.count("[") + value.count("{") > MAX_TEXT_DEPTH and _nesting_over(value, MAX_TEXT_DEPTH):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
     flags: set[str] = set()
     try:
@@ -136,11 +138,43 @@ def _constant(name: str) -> float:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+_SCAN = _DECODER.scan_once
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
+def _c_encoder() -> Optional[Callable[[Any], str]]:
+    """The C encoder `_ENCODER.encode` builds on every call, built once.
+
+    `encode` re-creates it per call (twice the cost of encoding a small object).
+    No circular-reference markers: the values encoded here are either parsed from
+    text or rebuilt by `_walk`, so they cannot be cyclic, and a shared markers dict
+    would be left dirty by an encode that raises. Output is the same C code's.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encode = make(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+        if "".join(encode({"b": [1.5, None], "a": "\u00e9"}, 0)) != _ENCODER.encode({"b": [1.5, None], "a": "\u00e9"}):
+            return None
+    except Exception:  # another Python's C encoder signature: keep the public path
+        return None
+    return lambda value: "".join(encode(value, 0))
+
+
+_encode: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
 
 
 def _loads(text: str, flags: set[str]) -> Any:
     _parsing.flags = flags
+    # The scanner alone (what `decode` calls) when the text has no surrounding
+    # whitespace; anything else goes through `decode`, which also raises its errors.
+    try:
+        value, end = _SCAN(text, 0)
+        if end == len(text):
+            return value
+    except StopIteration:
+        pass
     return _DECODER.decode(text)
 
 
@@ -155,7 +189,7 @@ def serialise(
         return Canonical("text", parsed.value, parsed.flags)
     if _plain(parsed, drop_keys, max_depth):
         try:  # parsed here: plain JSON, shallow, nothing to drop, so no walk is needed
-            text = _ENCODER.encode(parsed.value)
+            text = _encode(parsed.value)
             # ...unless a number overflowed to infinity (1e999): the walk flags it.
             if "Infinity" not in text and "NaN" not in text:
                 return Canonical("json", text, parsed.flags)
@@ -164,7 +198,7 @@ def serialise(
     flags = set(parsed.flags)
     try:
         tree = _walk(parsed.value, 0, flags, drop_keys, max_depth)
-        text = _ENCODER.encode(tree)
+        text = _encode(tree)
     except (_TooDeep, RecursionError):
         flags.add(TOO_DEEP)
         text = _dump_iteratively(parsed.value, flags, drop_keys)
@@ -176,8 +210,11 @@ def serialise(
 
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
     source = parsed.source
-    if source is None or any(k in source for k in drop_keys):
+    if source is None:
         return False
+    for key in drop_keys:  # a plain loop: half the cost of any() over a generator
+        if key in source:
+            return False
     # Fewer brackets than max_depth cannot nest deeper than it (two C-level counts).
     return source.count("{") + source.count("[") <= max_depth
 

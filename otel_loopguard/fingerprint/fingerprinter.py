@@ -74,10 +74,10 @@ class Fingerprinter:
         return write, self._digest("idempotency", tool, key_canon, "")
 
     def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
-        if parsed.form != "json" or not isinstance(parsed.value, Mapping):
-            return parsed
         if not rule.ignore_fields and not rule.defaults:
             return parsed  # unchanged, so it keeps the source text that spares a walk
+        if parsed.form != "json" or not isinstance(parsed.value, Mapping):
+            return parsed
         value = parsed.value
         if rule.ignore_fields:
             value = without_paths(value, rule.ignore_fields, match=False)
@@ -86,6 +86,8 @@ class Fingerprinter:
         return Parsed(value, parsed.form, parsed.flags)
 
     def _identity(self, rule: ToolRule, identity: Mapping[str, Any]) -> str:
+        if not rule.identity_fields or not identity:
+            return ""  # the common case, without building an empty dict
         values = {k: identity[k] for k in rule.identity_fields if k in identity}
         if not values:
             return ""

@@ -1,0 +1,183 @@
+"""The fast paths of fingerprinting give exactly what the general paths give.
+
+Digests are a public contract (CONTRACT.md): the shortcuts taken for speed (the
+prepared HMAC states, the scanner called directly, the C encoder built once,
+the no-walk serialisation of freshly parsed text) must never change a byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from otel_loopguard.fingerprint import DigestKey, Fingerprinter, canonicalize
+from otel_loopguard.fingerprint import canonical as canon
+from otel_loopguard.policy import Policy
+
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()  # NaN and infinities included: the encoders must agree on them too
+    | st.text(max_size=12)
+)
+values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=5),
+    max_leaves=16,
+)
+flat_objects = st.dictionaries(st.text(max_size=8), scalars, max_size=8)
+
+
+# --- HMAC with prepared states ------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [16, 32, 63, 64, 65, 200])
+def test_digest_equals_hmac_sha256_for_every_key_length(length: int) -> None:
+    secret = bytes(range(256))[:length] if length <= 256 else b"k" * length
+    key = DigestKey(secret)
+    for message in (b"", b"x", b"loopguard.v1\x00action", bytes(range(256)) * 9):
+        assert key.digest(message) == hmac.digest(secret, message, "sha256")[:16].hex()
+
+
+@PROPS
+@given(secret=st.binary(min_size=16, max_size=150), message=st.binary(max_size=300))
+def test_digest_equals_hmac_sha256_property(secret: bytes, message: bytes) -> None:
+    assert DigestKey(secret).digest(message) == hmac.new(secret, message, hashlib.sha256).digest()[:16].hex()
+
+
+def test_digests_do_not_disturb_each_other() -> None:
+    key = DigestKey(b"0123456789abcdef0123")
+    first = key.digest(b"a")
+    key.digest(b"b" * 5000)
+    assert key.digest(b"a") == first
+
+
+# --- the C encoder built once ------------------------------------------------------------
+
+
+@PROPS
+@given(values)
+def test_encoder_built_once_equals_the_public_encoder(value: Any) -> None:
+    try:
+        expected = canon._ENCODER.encode(value)
+    except ValueError as exc:  # integers beyond the digit limit: both must refuse
+        with pytest.raises(type(exc)):
+            canon._encode(value)
+        return
+    assert canon._encode(value) == expected
+
+
+def test_encoder_built_once_is_the_c_one() -> None:
+    # Not a contract, but the speed depends on it: flag a silent fallback.
+    assert canon._encode is not canon._ENCODER.encode
+
+
+def test_encoder_refusal_leaves_no_state_behind() -> None:
+    with pytest.raises(ValueError):
+        canon._encode({"n": 10**5000})
+    assert canon._encode({"n": 1}) == '{"n":1}'
+
+
+# --- the scanner called directly ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":1}', ' {"a":1}', '{"a":1} ', '\n{"a": 1}\t', '"x"', "1", "1.5e3", "[]", "null", "NaN", '{"a":1}x', "",
+     " ", "{", '{"a":1}{"b":2}', "[1,]", '"\\ud800"'],
+)
+def test_direct_scan_equals_decode(text: str) -> None:
+    expected_flags: set[str] = set()
+    fast_flags: set[str] = set()
+    try:
+        canon._parsing.flags = expected_flags
+        expected: Any = canon._DECODER.decode(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            canon._loads(text, fast_flags)
+        return
+    got = canon._loads(text, fast_flags)
+    assert json.dumps(got, allow_nan=True) == json.dumps(expected, allow_nan=True)
+    assert fast_flags == expected_flags
+
+
+def _parse_via_decode(text: str) -> canon.Parsed:
+    """parse() with the scanner shortcut off: every text goes through decode()."""
+
+    def no_shortcut(text: str, index: int) -> Any:
+        raise StopIteration(index)
+
+    saved, canon._SCAN = canon._SCAN, no_shortcut
+    try:
+        return canon.parse(text)
+    finally:
+        canon._SCAN = saved
+
+
+@PROPS
+@given(values, st.sampled_from(["", " ", "\n", "\t "]), st.sampled_from(["", " ", "\r\n", "x", " 1"]))
+def test_parse_with_the_direct_scan_equals_parse_with_decode(value: Any, before: str, after: str) -> None:
+    try:
+        text = before + json.dumps(value, allow_nan=True) + after
+    except ValueError:
+        return
+    fast, general = canon.parse(text), _parse_via_decode(text)
+    assert canon.serialise(fast) == canon.serialise(general)
+    assert (fast.form, fast.flags) == (general.form, general.flags)
+
+
+# --- no-walk serialisation of parsed text vs the walk ------------------------------------
+
+
+def _general(text: str, drop: frozenset[str] = frozenset(), max_depth: int = canon.DEFAULT_MAX_DEPTH) -> canon.Canonical:
+    """The same value through the walk: no source text, so no shortcut."""
+    parsed = canon.parse(text)
+    return canon.serialise(canon.Parsed(parsed.value, parsed.form, parsed.flags), drop_keys=drop, max_depth=max_depth)
+
+
+@PROPS
+@given(flat_objects)
+def test_flat_objects_fast_path_equals_walk(obj: dict[str, Any]) -> None:
+    try:
+        text = json.dumps(obj, allow_nan=True, ensure_ascii=False)
+    except ValueError:
+        return
+    assert canon.serialise(canon.parse(text)) == _general(text)
+
+
+@PROPS
+@given(values, st.frozensets(st.sampled_from(["a", "timestamp", "id", ""]), max_size=3))
+def test_fast_path_equals_walk_with_dropped_keys(value: Any, drop: frozenset[str]) -> None:
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except ValueError:
+        return
+    assert canon.serialise(canon.parse(text), drop_keys=drop) == _general(text, drop)
+
+
+def test_fast_path_equals_walk_on_odd_inputs() -> None:
+    for text in ['{"a":1e999}', '{"a":NaN}', '{"a":1,"a":2}', '"{\\"b\\":1,\\"a\\":2}"', '[' * 70 + ']' * 70,
+                 '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}']:
+        for drop in (frozenset(), frozenset({"timestamp"})):
+            assert canon.serialise(canon.parse(text), drop_keys=drop) == _general(text, drop), text
+
+
+# --- whole fingerprints ---------------------------------------------------------------------
+
+
+def test_fingerprints_from_text_equal_fingerprints_from_values() -> None:
+    fp = Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy())
+    args = {"order_id": "A7", "include_items": True, "limit": 10, "price": 1.25}
+    result = {"status": "delivered", "version": 7, "timestamp": "now"}
+    assert fp.action("t", json.dumps(args)).digest == fp.action("t", args).digest
+    assert fp.result("t", json.dumps(result)).digest == fp.result("t", result).digest
