@@ -134,6 +134,56 @@ def requests_for(runs: int, tagged: bool, turns: int = 8, first: int = 0, extra_
     return out
 
 
+# -- the recorded mix: spans real instrumentations emitted ------------------------------
+CAPTURES = Path(__file__).resolve().parents[1] / "research" / "conventions" / "captures"
+# One capture per instrumentation x framework pair the project supports, as recorded
+# (research/conventions/): their real attribute counts, payload sizes and span shapes.
+RECORDED = (
+    "lc_openinference__sync__middleware", "lc_traceloop__sync__middleware",
+    "oa_openinference__responses", "oa_otel_genai__responses", "oa_traceloop__responses",
+)
+_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+def _value(value: Any) -> AnyValue:
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, list):
+        return AnyValue(array_value={"values": [_value(v) for v in value]})
+    return AnyValue(string_value=str(value))
+
+
+def _recorded_span(s: dict[str, Any], copy: int, base: int) -> Span:
+    def sid(hex_id: str) -> bytes:  # a fresh, stable id per copy
+        return (int(hex_id, 16) ^ (copy * 0x9E3779B97F4A7C15 & (2**64 - 1))).to_bytes(8, "big") if hex_id else b""
+
+    trace = (int(s["trace_id"], 16) ^ copy).to_bytes(16, "big")
+    return Span(
+        trace_id=trace, span_id=sid(s["span_id"]), parent_span_id=sid(s.get("parent_span_id") or ""),
+        name=s["name"], kind=getattr(Span, f"SPAN_KIND_{s['kind']}"),
+        start_time_unix_nano=base + int(s["start_ms"] * 1e6), end_time_unix_nano=base + int(s["end_ms"] * 1e6),
+        attributes=[KeyValue(key=k, value=_value(v)) for k, v in s["attributes"].items()],
+        events=[Span.Event(name=e["name"], time_unix_nano=base,
+                           attributes=[KeyValue(key=k, value=_value(v)) for k, v in e.get("attributes", {}).items()])
+                for e in s.get("events", [])],
+        status={"code": _STATUS[s["status"]["code"]], "message": s["status"].get("description") or ""},
+    )
+
+
+def recorded_requests(copies: int) -> list[bytes]:
+    """The recorded traces, `copies` times each under fresh ids, in 512-span requests."""
+    traces = [json.loads((CAPTURES / f"{name}.json").read_text())["spans"] for name in RECORDED]
+    spans = [_recorded_span(s, c, 1_700_000_000_000_000_000 + c * 10**12) for c in range(copies) for t in traces for s in t]
+    return [
+        ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans[i : i + SPANS_PER_REQUEST])])]).SerializeToString()
+        for i in range(0, len(spans), SPANS_PER_REQUEST)
+    ]
+
+
 # -- 1. pipeline throughput ------------------------------------------------------------
 def naive(payloads: list[bytes]) -> None:
     for data in payloads:
@@ -173,8 +223,10 @@ def best_rate(fn: Any, payloads: list[bytes], spans: int, repeats: int = 5) -> f
 def throughput(runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     # Half the spans are tool/model spans in the agent-heavy mix, a quarter in the framework-heavy one.
-    for tagged, extra, label in ((False, 0, "untagged"), (True, 0, "tagged"), (True, 4, "tagged+framework")):
-        payloads = requests_for(runs, tagged, extra_chain=extra)
+    mixes = [(label, requests_for(runs, tagged, extra_chain=extra))
+             for tagged, extra, label in ((False, 0, "untagged"), (True, 0, "tagged"), (True, 4, "tagged+framework"))]
+    mixes.append(("recorded", recorded_requests(max(1, runs // 5))))
+    for label, payloads in mixes:
         spans = sum(len(ExportTraceServiceRequest.FromString(p).resource_spans[0].scope_spans[0].spans) for p in payloads)
         ours = best_rate(pipeline, payloads, spans)
         base = best_rate(naive, payloads, spans)

@@ -18,6 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from .. import __version__
 from ..calls import ToolCall
+from ..otlp import wire
 from .model import Finding
 
 FINDING_SPAN = "loopguard.finding"
@@ -68,16 +69,17 @@ def _new_span(name: str, where: Placement) -> Span:
 
 def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement) -> Span:
     span = _new_span(FINDING_SPAN, where)
-    span.attributes.extend(_attributes(_finding_attributes(f)))
+    parts = [wire.attributes(_finding_attributes(f), wire.SPAN_ATTRIBUTE)]
     by_seq = {c.seq: c for c in calls}
     for seq, span_id in zip(f.seqs, f.span_ids):
         if not span_id:
             continue
         call = by_seq.get(seq)
         trace = bytes.fromhex(call.trace_id) if call and call.trace_id else where.trace_id
-        span.links.add(trace_id=trace, span_id=bytes.fromhex(span_id))
-        event = span.events.add(name=CALL_EVENT, time_unix_nano=(call.start_ns if call else None) or where.start_ns)
-        event.attributes.extend(_attributes({"loopguard.seq": seq, "span_id": span_id}))
+        parts.append(wire.link(trace, bytes.fromhex(span_id)))
+        time_ns = (call.start_ns if call else None) or where.start_ns
+        parts.append(wire.event(CALL_EVENT, time_ns, {"loopguard.seq": seq, "span_id": span_id}))
+    span.MergeFromString(b"".join(parts))  # one C-level parse instead of an object per field
     return span
 
 
@@ -113,7 +115,7 @@ def run_span(run_id: str, where: Placement, score: Mapping[str, Any], extra: Map
                 attrs[f"loopguard.score.findings.{kind}"] = n
         elif value is not None:
             attrs[f"loopguard.score.{key}"] = value
-    span.attributes.extend(_attributes(attrs))
+    span.MergeFromString(wire.attributes(attrs, wire.SPAN_ATTRIBUTE))
     return span
 
 

@@ -1,15 +1,14 @@
 """One OTLP request -> compact per-span facts, reading only what matters.
 
-Every span gives its ids, parent, times and a content summary (for dedupe).
-Only spans whose attribute keys mark a tool or model call, or carry run facts,
-get their attributes decoded. Invalid spans are rejected with a reason.
+Every span gives its ids, parent, times and a content id (for dedupe). Only
+spans whose marker attributes say "tool call", "model call" or "run facts" get
+the attributes the conventions read decoded; every other attribute of every
+span is never touched. Invalid spans are rejected with a reason.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -18,34 +17,47 @@ from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+from ..otlp.lite import LiteRequest, LiteSpan
 from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
-from ..otlp.values import attributes
-from ..otlp.lite import LiteRequest, decode_attributes
+from ..otlp.values import any_value, attributes
 
-_MARKERS = frozenset(
-    [c.marker for c in TOOL_CONVENTIONS]
-    + [c.marker for c in MODEL_CONVENTIONS]
-    + [conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE]
-)
-# Every attribute any convention or the contract reads; all others are never decoded.
-_NEEDED = frozenset(
-    _MARKERS
-    | {k for c in TOOL_CONVENTIONS for k in (c.tool, *c.call_id, *c.arguments, *c.result)}
-    | {k for c in MODEL_CONVENTIONS for k in (*c.model, *c.input_tokens, *c.output_tokens)}
-    | {v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str)}
-    | {"error.type"}
-)
-_NEEDED_BYTES = frozenset(k.encode("utf-8") for k in _NEEDED)
+
+_TOOL, _MODEL, _FACTS = 1, 2, 3
+
+
+def _marker_kinds() -> dict[str, dict[str, int]]:
+    """marker key -> {marker value -> tool or model}; tool conventions win, as in recognise()."""
+    out: dict[str, dict[str, int]] = {}
+    for convs, kind in ((MODEL_CONVENTIONS, _MODEL), (TOOL_CONVENTIONS, _TOOL)):
+        for c in convs:
+            out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, kind))
+    return out
+
+
+_MARKERS = tuple(_marker_kinds().items())
+_RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
+_MARKER_KEYS = tuple(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS))
+# What recognise() and span_call() read for each kind of span; no other attribute is decoded,
+# so a span's cost does not grow with its attribute count (LLM spans carry hundreds).
+_KEYS = {
+    _TOOL: tuple(dict.fromkeys([
+        *_MARKER_KEYS, *_RUN_KEYS,
+        *(k for c in TOOL_CONVENTIONS for k in (c.tool, *c.call_id, *c.arguments, *c.result)),
+        *(v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str)),
+        "error.type", "gen_ai.tool.name", "traceloop.entity.name", "tool.name",
+    ])),
+    _MODEL: tuple(dict.fromkeys([
+        *_MARKER_KEYS, *_RUN_KEYS,
+        *(k for c in MODEL_CONVENTIONS for k in (*c.model, *c.input_tokens, *c.output_tokens)),
+    ])),
+    _FACTS: _RUN_KEYS,
+}
+_SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
 # a pipeline that routes them back through the receiver must not see loops made of findings.
 _OWN_SPANS = frozenset({b"loopguard.finding", b"loopguard.run"})
 _DECISION = DECISION_EVENT.encode()
-
-
-def _without_guards(d: "Decoded") -> "Decoded":
-    d.guards, d.run_id = None, None
-    return d
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
@@ -75,35 +87,26 @@ class DecodedRequest:
 def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedRequest:
     """Decode request bytes; raises DecodeError for bytes that are not a request."""
     request = LiteRequest.FromString(data)
-    needed = _NEEDED_BYTES | {run_id_attribute.encode()} if run_id_attribute else _NEEDED_BYTES
-    markers = _MARKERS | {run_id_attribute} if run_id_attribute else _MARKERS
-    # Raw key bytes: a marker's bytes inside an attribute blob mean "decode this span".
-    probes = _probe(markers) if _mentions_any(data, markers) else None
+    extra = (run_id_attribute,) if run_id_attribute else ()
     out = DecodedRequest([], [])
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
-            for i, span in enumerate(ss.spans):
+            for i, raw in enumerate(ss.spans):
+                span = LiteSpan.FromString(raw)
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8) or _zero(trace_id, span_id):
                     out.rejected.append(((r, s, i), _why(span)))
                     continue
-                out.spans.append(_decode_span((r, s, i), span, trace_id, span_id, parent, probes, needed, run_id_attribute))
+                # A re-delivery repeats the span's bytes exactly; another span under the same id does not.
+                d = Decoded((r, s, i), trace_id + span_id, hash(raw), trace_id, span_id, parent,
+                            span.start_time_unix_nano, span.end_time_unix_nano)
+                out.spans.append(_read_span(d, span, extra, run_id_attribute))
     return out
-
-
-def _mentions_any(data: bytes, markers: frozenset[str]) -> bool:
-    return any(m.encode() in data for m in markers)
-
-
-@lru_cache(maxsize=8)
-def _probe(markers: frozenset[str]) -> "re.Pattern[bytes]":
-    """One C-level search for any marker key, instead of one substring test per marker."""
-    return re.compile(b"|".join(re.escape(m.encode()) for m in sorted(markers)))
 
 
 def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
     """Guard decisions recorded as span events (docs/guard.md); None when there are none."""
-    if _DECISION not in b"".join(raw_events):
+    if not any(_DECISION in raw for raw in raw_events):
         return None
     out = []
     for raw in raw_events:
@@ -131,36 +134,53 @@ def _why(span: Any) -> str:
     return f"span {name!r}: parent_span_id must be empty or 8 bytes (got {len(span.parent_span_id)})"
 
 
-def _decode_span(
-    where: tuple[int, int, int],
-    span: Any,
-    trace_id: bytes,
-    span_id: bytes,
-    parent: bytes,
-    probes: "Optional[re.Pattern[bytes]]",
-    needed: frozenset[bytes],
-    run_attr: Optional[str],
-) -> Decoded:
-    start, end = span.start_time_unix_nano, span.end_time_unix_nano
-    raw = span.attributes
-    # A re-delivery repeats times, parent and attributes exactly; another span does not.
-    blob = b"".join(raw)
-    d = Decoded(where, trace_id + span_id, hash((start, end, parent, blob)), trace_id, span_id, parent, start, end)
-    if span.events:
+def _kind(attrs: Any) -> Optional[int]:
+    """Tool, model or run facts, from C-level map lookups only; None for every other span.
+    Same precedence as recognise(): any tool marker, then a tagged tool, then a model."""
+    found = None
+    for key, kinds in _MARKERS:
+        value = attrs.get(key)
+        if value is not None:
+            kind = kinds.get(value.string_value)
+            if kind == _TOOL:
+                return kind
+            found = found or kind
+    if conv.TOOL_NAME in attrs:
+        return _TOOL
+    if found is None and any(key in attrs for key in _RUN_KEYS[1:]):
+        return _FACTS
+    return found
+
+
+def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in keys:
+        if key in attrs:
+            value = attrs[key]
+            which = value.WhichOneof("value")
+            out[key] = getattr(value, which) if which in _SCALARS else any_value(value)
+    return out
+
+
+def _read_span(d: Decoded, span: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
+    own = span.name in _OWN_SPANS
+    if span.events and not own:
         d.guards = _guard_events(span.events)
         if d.guards:
-            d.run_id = run_id_of({}, trace_id, run_attr)  # refined below when attributes are read
-    if probes is None or probes.search(blob) is None or span.name in _OWN_SPANS:
-        return d if d.guards is None or span.name not in _OWN_SPANS else _without_guards(d)
-    values = decode_attributes(raw, needed)
+            d.run_id = run_id_of({}, d.trace_id, run_attr)  # refined below when attributes are read
+    attrs = span.attributes
+    kind = None if own else _kind(attrs)
+    if kind is None:
+        return d
+    values = _values(attrs, _KEYS[kind] + extra)
     found = recognise(values, span.status.code == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return d
-    d.run_id = run_id_of(values, trace_id, run_attr)
+    d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
         d.call = span_call(span, values, found)
     elif isinstance(found, ModelSpan):
-        d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, end)
+        d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, d.end)
     if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
         d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
     return d

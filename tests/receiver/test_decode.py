@@ -1,0 +1,139 @@
+"""The receiver's reduced decode reads exactly what the full parse reads.
+
+decode() looks at a handful of attributes through a map view of the wire bytes;
+the audit's SpanCollector parses everything. On every span real instrumentations
+emitted (research/conventions/captures) both must yield the same tool calls,
+model calls and run ids, whatever else the spans carry.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from otel_loopguard.conventions import ModelSpan, ToolSpan, recognise
+from otel_loopguard.otlp.spans import run_id_of, span_call
+from otel_loopguard.otlp.values import attributes
+from otel_loopguard.receiver.decode import decode
+
+CAPTURES = Path(__file__).resolve().parents[2] / "research" / "conventions" / "captures"
+FILES = sorted(p.stem for p in CAPTURES.glob("*.json"))
+_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+def _value(v: Any) -> AnyValue:
+    if isinstance(v, bool):
+        return AnyValue(bool_value=v)
+    if isinstance(v, int):
+        return AnyValue(int_value=v)
+    if isinstance(v, float):
+        return AnyValue(double_value=v)
+    if isinstance(v, list):
+        return AnyValue(array_value={"values": [_value(x) for x in v]})
+    return AnyValue(string_value=str(v))
+
+
+def _span(s: dict[str, Any]) -> Span:
+    return Span(
+        trace_id=bytes.fromhex(s["trace_id"]), span_id=bytes.fromhex(s["span_id"]),
+        parent_span_id=bytes.fromhex(s.get("parent_span_id") or ""), name=s["name"],
+        start_time_unix_nano=1 + int(s["start_ms"] * 1e6), end_time_unix_nano=1 + int(s["end_ms"] * 1e6),
+        attributes=[KeyValue(key=k, value=_value(v)) for k, v in s["attributes"].items()],
+        status=Status(code=_STATUS[s["status"]["code"]]),
+    )
+
+
+def _request(spans: list[Span]) -> bytes:
+    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]).SerializeToString()
+
+
+def _full(span: Span, run_attr: str | None) -> tuple[Any, Any, str]:
+    """What the full parse makes of a span: (RawCall or None, ModelSpan or None, run id)."""
+    attrs = attributes(span.attributes)
+    found = recognise(attrs, span.status.code == Status.STATUS_CODE_ERROR)
+    call = span_call(span, attrs, found) if isinstance(found, ToolSpan) else None
+    model = found if isinstance(found, ModelSpan) else None
+    return call, model, run_id_of(attrs, span.trace_id, run_attr)
+
+
+@pytest.mark.skipif(not FILES, reason="research captures not present")
+@pytest.mark.parametrize("name", FILES)
+def test_reduced_decode_matches_the_full_parse_on_real_spans(name: str) -> None:
+    spans = [_span(s) for s in json.loads((CAPTURES / f"{name}.json").read_text())["spans"]]
+    decoded = decode(_request(spans)).spans
+    assert len(decoded) == len(spans)
+    tools = models = 0
+    for span, d in zip(spans, decoded):
+        call, model, run_id = _full(span, None)
+        assert d.call == call, span.name
+        assert (d.model is None) == (model is None), span.name
+        if model is not None:
+            assert (d.model.model, d.model.input_tokens, d.model.output_tokens) == (
+                model.model, model.input_tokens, model.output_tokens)
+        if call is not None or model is not None:
+            assert d.run_id == run_id
+        tools += call is not None
+        models += model is not None
+    assert tools and models  # every capture has both: a capture that lost them is a broken fixture
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    return KeyValue(key=key, value=_value(value))
+
+
+def _one(attrs: dict[str, Any], status: int = 0) -> Any:
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv(k, v) for k, v in attrs.items()], status=Status(code=status))
+    return decode(_request([span])).spans[0]
+
+
+def test_a_tool_marker_wins_over_a_model_marker_as_in_recognise() -> None:
+    d = _one({"openinference.span.kind": "LLM", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    assert d.call is not None and d.call.tool == "t" and d.model is None
+
+
+def test_a_tagged_tool_wins_over_a_model_marker() -> None:
+    d = _one({"gen_ai.operation.name": "chat", "loopguard.tool.name": "t", "loopguard.seq": 1})
+    assert d.call is not None and d.call.tool == "t"
+
+
+def test_a_marker_key_with_another_value_or_type_is_not_read() -> None:
+    assert _one({"gen_ai.operation.name": "execute_task", "gen_ai.tool.name": "t"}).call is None
+    assert _one({"gen_ai.operation.name": ["execute_tool"], "gen_ai.tool.name": "t"}).call is None
+    assert _one({"openinference.span.kind": "CHAIN"}).model is None
+
+
+def test_unrelated_attributes_do_not_change_what_is_read() -> None:
+    base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.arguments": '{"a": 1}'}
+    noisy = {**{f"app.attr.{i}": "x" * 50 for i in range(300)}, **base, "odd": [1, "two", 3.0]}
+    assert _one(noisy).call == _one(base).call
+
+
+def test_run_facts_alone_make_a_span_worth_reading() -> None:
+    d = _one({"loopguard.termination_reason": "max_turns", "loopguard.terminal_response": False})
+    assert d.facts == {"loopguard.termination_reason": "max_turns", "loopguard.terminal_response": False}
+    assert d.run_id == (b"\x01" * 16).hex()
+
+
+def test_content_id_follows_the_span_bytes() -> None:
+    """A re-delivery (same bytes) has the same content id; any change in the span does not."""
+    a = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    again = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    other = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "u"})
+    errored = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}, status=2)
+    assert a.key == again.key == other.key == errored.key
+    assert a.content == again.content
+    assert len({a.content, other.content, errored.content}) == 3
+
+
+def test_error_type_alone_marks_a_failed_call() -> None:
+    """GenAI puts failures in error.type; the span status may stay unset."""
+    ok = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    failed = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "error.type": "TimeoutError"})
+    assert ok.call.ok and not failed.call.ok

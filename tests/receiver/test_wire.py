@@ -1,0 +1,57 @@
+"""Hand-encoded finding-span fragments parse to exactly what protobuf objects would hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_loopguard.otlp import wire
+
+
+def _any(v: Any) -> AnyValue:
+    if isinstance(v, bool):
+        return AnyValue(bool_value=v)
+    if isinstance(v, int):
+        return AnyValue(int_value=v)
+    if isinstance(v, float):
+        return AnyValue(double_value=v)
+    if isinstance(v, list):
+        return AnyValue(array_value=ArrayValue(values=[_any(x) for x in v]))
+    return AnyValue(string_value=v)
+
+
+scalars = st.one_of(
+    st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False), st.text(max_size=300),
+)
+values = st.one_of(scalars, st.lists(scalars, max_size=5))
+
+
+@given(st.dictionaries(st.text(max_size=40), values, max_size=12))
+def test_attributes_match_protobuf_objects(attrs: dict[str, Any]) -> None:
+    ours = Span()
+    ours.MergeFromString(wire.attributes(attrs, wire.SPAN_ATTRIBUTE))
+    theirs = Span(attributes=[KeyValue(key=k, value=_any(v)) for k, v in attrs.items()])
+    assert ours == theirs
+
+
+@given(st.text(max_size=30), st.integers(min_value=0, max_value=2**64 - 1),
+       st.dictionaries(st.text(max_size=20), scalars, max_size=4), st.binary(min_size=16, max_size=16),
+       st.binary(min_size=8, max_size=8))
+def test_events_and_links_match_protobuf_objects(name: str, t: int, attrs: dict[str, Any], trace: bytes, sid: bytes) -> None:
+    ours = Span()
+    ours.MergeFromString(wire.event(name, t, attrs) + wire.link(trace, sid))
+    theirs = Span()
+    theirs.events.add(name=name, time_unix_nano=t, attributes=[KeyValue(key=k, value=_any(v)) for k, v in attrs.items()])
+    theirs.links.add(trace_id=trace, span_id=sid)
+    assert ours == theirs
+
+
+def test_a_string_that_is_not_valid_unicode_is_replaced_not_raised() -> None:
+    span = Span()
+    span.MergeFromString(wire.attributes({"k": "bad \ud800 surrogate"}, wire.SPAN_ATTRIBUTE))
+    assert span.attributes[0].value.string_value == "bad ? surrogate"
