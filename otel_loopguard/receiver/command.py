@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
     parser.add_argument("--idle-timeout-seconds", type=float, metavar="S", help="complete a quiet run after this (default 30)")
     parser.add_argument("--root-grace-seconds", type=float, metavar="S", help="complete after the root ended + this (default 2)")
+    # Downstream TLS and compression; headers (often API keys) only by environment or config file,
+    # never on a command line that `ps` shows.
+    parser.add_argument("--certificate-file", metavar="PEM", help="CA bundle to verify the downstream (implies TLS)")
+    parser.add_argument("--client-certificate-file", metavar="PEM", help="mutual TLS: our certificate chain")
+    parser.add_argument("--client-key-file", metavar="PEM", help="mutual TLS: our private key")
+    parser.add_argument("--compression", choices=("none", "gzip"), help="compress requests to the downstream (default none)")
 
 
 def run(args: argparse.Namespace) -> int:

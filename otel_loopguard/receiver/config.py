@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any, Mapping, Optional
+from urllib.parse import unquote, urlsplit
 
 from ..errors import LoopguardError
 
@@ -37,6 +37,17 @@ class ReceiverConfig:
     retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
     insecure: bool = True  # plaintext gRPC downstream; false: TLS with the system's roots
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)
+    # The downstream exporter, as the OTLP exporter settings describe it (OTEL_EXPORTER_OTLP_*).
+    # Headers often carry API keys: never shown in a repr, a log line or an error.
+    headers: Optional[str] = field(default=None, repr=False)  # "key=value,key2=value2"
+    certificate_file: Optional[str] = None  # CA bundle (PEM) to verify the downstream; implies TLS
+    client_certificate_file: Optional[str] = None  # mTLS: our certificate chain (PEM)
+    client_key_file: Optional[str] = None  # mTLS: its private key (PEM)
+    compression: str = "none"  # or "gzip"
+
+    @property
+    def tls(self) -> bool:
+        return not self.insecure or bool(self.certificate_file or self.client_certificate_file)
 
     def validate(self) -> "ReceiverConfig":
         if self.forward and not _host_port(self.forward):
@@ -48,11 +59,33 @@ class ReceiverConfig:
                 "no downstream: give --forward HOST:PORT, or --findings-only with "
                 "OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set"
             )
+        if self.compression not in ("none", "gzip"):
+            raise ConfigError(f"compression: expected none or gzip, got {self.compression!r}")
+        if bool(self.client_certificate_file) != bool(self.client_key_file):
+            raise ConfigError("client_certificate_file and client_key_file go together (mutual TLS needs both)")
+        parse_headers(self.headers)
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
                 raise ConfigError(f"{f.name}: must be >= 0, got {value}")
         return self
+
+
+def parse_headers(text: Optional[str]) -> tuple[tuple[str, str], ...]:
+    """OTLP exporter header syntax: comma-separated key=value, values URL-encoded.
+    Keys become lower case (gRPC metadata). Errors name the entry, never its value."""
+    out: list[tuple[str, str]] = []
+    for n, entry in enumerate((text or "").split(","), start=1):
+        if not entry.strip():
+            continue
+        key, sep, value = entry.partition("=")
+        key = unquote(key).strip().lower()
+        if not sep or not key or not key.isascii() or any(c.isspace() for c in key):
+            raise ConfigError(f"headers: entry {n} is not key=value (the expected form is key1=value1,key2=value2)")
+        if key.endswith("-bin") or key.startswith("grpc-"):
+            raise ConfigError(f"headers: {key!r} is reserved by gRPC or binary; give text headers only")
+        out.append((key, unquote(value).strip()))
+    return tuple(out)
 
 
 def _host_port(text: str) -> bool:
@@ -61,6 +94,14 @@ def _host_port(text: str) -> bool:
 
 
 _ENV_PREFIX = "OTEL_LOOPGUARD_"
+# Standard exporter settings the downstream honours when the receiver's own settings are unset.
+_EXPORTER_ENV = (
+    ("headers", "HEADERS"),
+    ("certificate_file", "CERTIFICATE"),
+    ("client_certificate_file", "CLIENT_CERTIFICATE"),
+    ("client_key_file", "CLIENT_KEY"),
+    ("compression", "COMPRESSION"),
+)
 
 
 def _coerce(name: str, raw: Any, source: str) -> Any:
@@ -94,6 +135,11 @@ def from_sources(
         if env.get(key):
             values[name] = _coerce(name, env[key], key)
     values.update({k: v for k, v in flags.items() if v is not None and k in names})
+    for name, suffix in _EXPORTER_ENV:
+        if values.get(name) is None:
+            raw = env.get(f"OTEL_EXPORTER_OTLP_TRACES_{suffix}") or env.get(f"OTEL_EXPORTER_OTLP_{suffix}")
+            if raw:
+                values[name] = raw.strip() if name != "headers" else raw
     if not values.get("forward") and values.get("findings_only"):
         endpoint = _otlp_endpoint(env)
         if endpoint is not None:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import grpc
@@ -18,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ..findings.otlp import export_request
+from .config import ConfigError, ReceiverConfig
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -52,20 +54,32 @@ class SendResult:
     status: str
     code: Optional[grpc.StatusCode] = None
     detail: str = ""
+    rejected_spans: int = 0  # the downstream's partial success: accepted, but not all of it
 
 
 class Downstream:
-    def __init__(self, target: str, metrics: Metrics, max_message_bytes: int, secure: bool = False):
+    def __init__(
+        self,
+        target: str,
+        metrics: Metrics,
+        max_message_bytes: int,
+        credentials: Optional[grpc.ChannelCredentials] = None,
+        headers: tuple[tuple[str, str], ...] = (),
+        compression: str = "none",
+    ):
+        """`credentials` None means plaintext; `headers` go with every export (never logged)."""
         options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", 16 * 1024 * 1024),
         ]
         self.target = target
         self._metrics = metrics
+        self._metadata = headers or None
+        gzip = grpc.Compression.Gzip if compression == "gzip" else grpc.Compression.NoCompression
         self._channel = (
-            grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
-            if secure
-            else grpc.aio.insecure_channel(target, options=options)
+            grpc.aio.secure_channel(target, credentials, options=options, compression=gzip)
+            if credentials is not None
+            else grpc.aio.insecure_channel(target, options=options, compression=gzip)
         )
         self._export = self._channel.unary_unary(
             EXPORT_METHOD,
@@ -81,8 +95,9 @@ class Downstream:
         while True:
             remaining = deadline - loop.time()
             try:
-                await self._export(payload, timeout=max(remaining, 0.01))
-                return SendResult(SENT)
+                response = await self._export(payload, timeout=max(remaining, 0.01), metadata=self._metadata)
+                partial = response.partial_success
+                return SendResult(SENT, detail=partial.error_message, rejected_spans=max(partial.rejected_spans, 0))
             except grpc.aio.AioRpcError as err:
                 self._metrics.inc("export_failures_total")
                 if not retryable(err):
@@ -96,6 +111,29 @@ class Downstream:
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+def channel_credentials(config: ReceiverConfig) -> Optional[grpc.ChannelCredentials]:
+    """TLS credentials for the downstream from the config's PEM files; None for plaintext."""
+    if not config.tls:
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=_pem(config.certificate_file, "certificate_file"),
+        private_key=_pem(config.client_key_file, "client_key_file"),
+        certificate_chain=_pem(config.client_certificate_file, "client_certificate_file"),
+    )
+
+
+def _pem(path: Optional[str], setting: str) -> Optional[bytes]:
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{setting}: cannot read {path}: {exc.strerror}") from None
+    if b"-----BEGIN" not in data:  # contents are never echoed: this may be a private key
+        raise ConfigError(f"{setting}: {path} is not a PEM file")
+    return data
 
 
 class FindingQueue:
@@ -142,7 +180,12 @@ class FindingQueue:
                 if result.status != RETRY_LATER:
                     break
             if result.status == SENT:
-                self._metrics.inc("finding_spans_exported_total", len(batch))
+                self._metrics.inc("finding_spans_exported_total", len(batch) - result.rejected_spans)
+                if result.rejected_spans or result.detail:
+                    # Partial success is final (OTLP: do not retry): say so rather than count it delivered.
+                    self._metrics.inc("finding_spans_dropped_total", result.rejected_spans)
+                    _log.warning("downstream %s rejected %d of %d finding spans: %s", self._downstream.target,
+                                 result.rejected_spans, len(batch), result.detail or "(no message)")
             else:
                 self._metrics.inc("finding_spans_dropped_total", len(batch))
                 _log.error("downstream refused %d finding spans (%s): dropped", len(batch), result.detail)

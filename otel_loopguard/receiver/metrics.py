@@ -17,6 +17,7 @@ HELP = {
     "spans_received_total": "Spans received in Export requests (valid ones).",
     "spans_forwarded_total": "Unique spans forwarded downstream (inline mode).",
     "spans_rejected_total": "Spans rejected as invalid (bad ids); reported as partial success.",
+    "spans_rejected_downstream_total": "Forwarded spans the downstream refused in a partial success (passed back to the sender).",
     "duplicates_total": "Re-delivered spans dropped by (trace id, span id).",
     "conflicts_total": "Different spans under an id already seen; the later one is dropped.",
     "dedupe_evictions_total": "Dedupe entries evicted by size or age.",

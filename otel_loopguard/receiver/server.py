@@ -19,9 +19,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
-from .config import ReceiverConfig
+from .config import ReceiverConfig, parse_headers
 from .dedupe import SpanDeduper
-from .downstream import Downstream, FindingQueue
+from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
 from .service import SERVICE, TraceReceiver
 
@@ -63,7 +63,8 @@ async def start(config: ReceiverConfig) -> Running:
     key = load_key(key_file=config.key_file) if config.key_file else load_key()
     metrics = Metrics()
     assert config.forward is not None  # validate() guarantees a downstream
-    downstream = Downstream(config.forward, metrics, config.max_receive_bytes, secure=not config.insecure)
+    downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
+                            parse_headers(config.headers), config.compression)
     findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
@@ -88,8 +89,10 @@ async def start(config: ReceiverConfig) -> Running:
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
     metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
     mode = "findings-only" if config.findings_only else "inline"
-    _log.info("otel-loopguard receiver on port %d (%s mode, downstream %s, key id %s, policy %s)",
-              port, mode, config.forward, key.key_id, policy.version)
+    names = ",".join(k for k, _ in parse_headers(config.headers)) or "none"  # names only: values may be keys
+    _log.info("otel-loopguard receiver on port %d (%s mode, downstream %s over %s, headers %s, compression %s, "
+              "key id %s, policy %s)", port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
+              config.compression, key.key_id, policy.version)
     return Running(server, port, metrics, assembler, findings, downstream, metrics_port,
                    [ticker], metrics_server, health_servicer)
 

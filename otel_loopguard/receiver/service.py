@@ -35,7 +35,7 @@ from .assembly import RunAssembler
 from .config import ReceiverConfig
 from .decode import Decoded, DecodedRequest, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
-from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue
+from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -77,15 +77,17 @@ class TraceReceiver:
             await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
         keys = {d.key for d in fresh}
         self._in_flight |= keys
+        downstream = _NOTHING_REFUSED
         try:
             if self._downstream is not None and fresh:
                 # The original bytes when nothing was dropped: no re-encoding on the common path.
                 filtered = bool(dropped) or bool(decoded.rejected)
-                await self._forward(_keep_only(request, fresh).SerializeToString() if filtered else data, len(fresh), context)
+                payload = _keep_only(request, fresh).SerializeToString() if filtered else data
+                downstream = await self._forward(payload, len(fresh), context)
         finally:
             self._in_flight -= keys
         self._accept(decoded.spans, decoded.rejected, fresh, dropped)
-        return _response(decoded.rejected)
+        return _response(decoded.rejected, downstream)
 
     def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
         """Remember and judge an accepted request. Counted only now: a refused request
@@ -135,11 +137,15 @@ class TraceReceiver:
                 dropped.append((d, verdict))
         return fresh, dropped
 
-    async def _forward(self, payload: bytes, spans: int, context: grpc.aio.ServicerContext) -> None:
+    async def _forward(self, payload: bytes, spans: int, context: grpc.aio.ServicerContext) -> SendResult:
+        """The downstream's answer when it took the spans (possibly with a partial success)."""
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
         if result.status == SENT:
-            self._metrics.inc("spans_forwarded_total", spans)
+            self._metrics.inc("spans_forwarded_total", spans - result.rejected_spans)
+            if result.rejected_spans:
+                self._metrics.inc("spans_rejected_downstream_total", result.rejected_spans)
+            return result
         elif result.status == REJECTED and result.code in DATA_FAULTS:
             # The data itself is refused (malformed, too large): retrying cannot help.
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the downstream endpoint rejected these spans: {result.detail}")
@@ -149,6 +155,7 @@ class TraceReceiver:
             await self._retry_later(context, f"downstream {self._downstream.target} refused the spans ({code}); retry later")
         else:
             await self._retry_later(context, f"downstream {self._downstream.target} is unavailable; retry later")
+        raise AssertionError("unreachable: every refusal aborts the call")
 
     async def _retry_later(self, context: grpc.aio.ServicerContext, message: str) -> None:
         self._metrics.inc("backpressure_total")
@@ -185,9 +192,16 @@ def _keep_only(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> Expo
     return out
 
 
-def _response(rejected: list[tuple[tuple[int, int, int], str]]) -> ExportTraceServiceResponse:
-    if not rejected:
+_NOTHING_REFUSED = SendResult(SENT)
+
+
+def _response(rejected: list[tuple[tuple[int, int, int], str]], downstream: SendResult) -> ExportTraceServiceResponse:
+    """Our own rejections plus the downstream's partial success, passed back to the sender."""
+    count = len(rejected) + downstream.rejected_spans
+    messages = [why for _, why in rejected[:5]] + (["..."] if len(rejected) > 5 else [])
+    if downstream.detail:
+        messages.append(f"downstream: {downstream.detail}")
+    if not count and not messages:
         return ExportTraceServiceResponse()
-    message = "; ".join(why for _, why in rejected[:5]) + (" ..." if len(rejected) > 5 else "")
-    partial = ExportTracePartialSuccess(rejected_spans=len(rejected), error_message=message)
+    partial = ExportTracePartialSuccess(rejected_spans=count, error_message="; ".join(messages))
     return ExportTraceServiceResponse(partial_success=partial)
