@@ -2,7 +2,8 @@
 
 Order of operations per request:
 1. Memory at its bound -> UNAVAILABLE with RetryInfo (nothing accepted).
-2. Decode; reject invalid spans (partial success with a message).
+2. Decode (requests of a megabyte or more in a worker thread: decoding is pure);
+   reject invalid spans (partial success with a message).
 3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped),
    and reserve the new ones. A span another request is still forwarding makes
    this request retry later, rather than be dropped as a duplicate of a
@@ -18,6 +19,7 @@ Steps 3 and 5 contain no await, so on the event loop each runs as one piece.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Optional
 
@@ -39,6 +41,7 @@ from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, S
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
+LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop from this size on
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
@@ -82,7 +85,11 @@ class TraceReceiver:
             if self._downstream is not None and fresh:
                 # The original bytes when nothing was dropped: no re-encoding on the common path.
                 filtered = bool(dropped) or bool(decoded.rejected)
-                payload = _keep_only(request, fresh).SerializeToString() if filtered else data
+                payload = data
+                if filtered and len(data) >= LARGE_REQUEST_BYTES:
+                    payload = await asyncio.to_thread(_filtered_bytes, request, fresh)
+                elif filtered:
+                    payload = _filtered_bytes(request, fresh)
                 downstream = await self._forward(payload, len(fresh), context)
         finally:
             self._in_flight -= keys
@@ -112,15 +119,22 @@ class TraceReceiver:
         self, data: bytes, context: grpc.aio.ServicerContext
     ) -> tuple[ExportTraceServiceRequest, DecodedRequest]:
         try:
-            # The full parse validates everything (UTF-8 strings included) for well under
-            # a microsecond a span, and is what a filtered copy is cut from; the reduced
-            # schema then serves the hot path.
-            request = ExportTraceServiceRequest.FromString(data)
-            return request, decode(data, self._config.run_id_attribute)
+            if len(data) >= LARGE_REQUEST_BYTES:
+                # Megabytes take tens of milliseconds to parse: in a worker thread, so other
+                # senders, health checks and run timers keep their turn on the event loop.
+                return await asyncio.to_thread(self._parse, data)
+            return self._parse(data)
         except (DecodeError, RuntimeError) as exc:
             self._metrics.inc("invalid_requests_total")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP ExportTraceServiceRequest: {exc}")
             raise  # unreachable: abort raises
+
+    def _parse(self, data: bytes) -> tuple[ExportTraceServiceRequest, DecodedRequest]:
+        """Pure: touches no receiver state, so it may run in any thread.
+        The full parse validates everything (UTF-8 strings included) for well under a
+        microsecond a span, and is what a filtered copy is cut from; the reduced schema
+        then serves the hot path."""
+        return ExportTraceServiceRequest.FromString(data), decode(data, self._config.run_id_attribute)
 
     def _classify(self, spans: list[Decoded]) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
         fresh: list[Decoded] = []
@@ -174,6 +188,10 @@ def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...
         ("google.rpc.retryinfo-bin", info.SerializeToString()),
         ("grpc-status-details-bin", status.SerializeToString()),
     )
+
+
+def _filtered_bytes(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> bytes:
+    return _keep_only(request, fresh).SerializeToString()
 
 
 def _keep_only(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> ExportTraceServiceRequest:
