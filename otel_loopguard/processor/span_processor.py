@@ -10,16 +10,16 @@ full the span is passed on untagged and counted.
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
 import time
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .tagger import Tagger, interesting
+from .tagger import MARKER_KEYS, Tagger, attribute_dict
 
 _log = logging.getLogger("otel_loopguard.processor")
 
@@ -32,15 +32,50 @@ class _Flush:
 
 
 _STOP = object()
+# How long the worker lets tool spans gather before tagging them, unless a flush, a
+# shutdown or a half-full queue calls it sooner. Tagging is CPU work under the GIL: done
+# in batches it costs less per span (one wake-up, warm caches) and it mostly runs once
+# the application thread is idle instead of taking the GIL from it span by span. Export
+# is batched downstream anyway (BatchSpanProcessor waits 5 s by default).
+BATCH_DELAY_SECONDS = 0.2
+
+
+def _empty(self: Any, *args: Any, **kwargs: Any) -> None:
+    pass
+
+
+def _empty_documented(self: Any, *args: Any, **kwargs: Any) -> None:
+    """A hook whose body is only its docstring."""
+
+
+# Bytecode of a body that does nothing but return a constant (with or without a docstring).
+_EMPTY_BODIES = frozenset({_empty.__code__.co_code, _empty_documented.__code__.co_code})
+
+
+def _does_nothing(hook: Any) -> bool:
+    """True for a hook whose body is empty (BatchSpanProcessor.on_start, say): calling it
+    per span would cost the application thread a Python call for nothing."""
+    code = getattr(getattr(hook, "__func__", hook), "__code__", None)
+    return isinstance(code, type(_empty.__code__)) and code.co_code in _EMPTY_BODIES
 
 
 class LoopguardSpanProcessor(SpanProcessor):
     def __init__(self, delegates: Sequence[SpanProcessor], tagger: Tagger, queue_size: int = 10_000):
-        self._delegates: list[SpanProcessor] = list(delegates)
-        # The SDK's private pre-end hook, looked up once rather than per span.
-        self._endings = [h for h in (getattr(d, "_on_ending", None) for d in self._delegates) if h is not None]
         self._tagger = tagger
-        self._queue: "queue.Queue[object]" = queue.Queue(maxsize=queue_size)
+        self._start_keys = tagger.start_keys
+        self._reserve = tagger.reserve
+        self._delegates: list[SpanProcessor] = []
+        self._bind(list(delegates))
+        # Tool and model spans waiting for the worker. A deque rather than queue.Queue:
+        # append and popleft are atomic and take no lock, and the worker is woken only
+        # when it sleeps (see _wake_if_idle), not once per span.
+        self._pending: collections.deque[Any] = collections.deque()
+        self._queue_size = queue_size
+        self._high_water = max(1, queue_size // 2)
+        self._wake = threading.Event()
+        self._asleep = False  # the worker waits for a first span: wake it
+        self._gathering = False  # the worker lets a batch gather: wake it at the high-water mark
+        self._urgent = False  # a flush or a shutdown waits
         self.passed_untagged = 0  # spans handed on untagged because the queue was full
         self._errors_logged = 0
         self._stopped = False
@@ -48,18 +83,31 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._worker.start()
 
     def add_delegate(self, processor: SpanProcessor) -> None:
-        self._delegates = [*self._delegates, processor]
-        self._endings = [h for h in (getattr(d, "_on_ending", None) for d in self._delegates) if h is not None]
+        self._bind([*self._delegates, processor])
+
+    def _bind(self, delegates: list[SpanProcessor]) -> None:
+        # Hooks bound once, empty ones left out: the application thread pays per span
+        # for each Python call it makes. The SDK's pre-end hook is private, hence getattr.
+        starts = [d.on_start for d in delegates]
+        endings = [h for h in (getattr(d, "_on_ending", None) for d in delegates) if h is not None]
+        self._starts: tuple[Callable[..., None], ...] = tuple(h for h in starts if not _does_nothing(h))
+        self._endings: tuple[Callable[[Any], None], ...] = tuple(h for h in endings if not _does_nothing(h))
+        self._ends: tuple[Callable[[ReadableSpan], None], ...] = tuple(d.on_end for d in delegates)
+        self._delegates = delegates
 
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         try:
-            self._tagger.reserve(span)  # dispatch order, for spans marked as tools at start
+            keys = self._start_keys
+            # Only a span marked as a tool at start is numbered now (dispatch order);
+            # one C-level set test settles every other span.
+            if keys is None or not attribute_dict(span).keys().isdisjoint(keys):
+                self._reserve(span)
         except Exception:
             self._log_error("numbering a span")
-        for delegate in self._delegates:
+        for start in self._starts:
             try:
-                delegate.on_start(span, parent_context=parent_context)
+                start(span, parent_context=parent_context)
             except Exception:  # the SDK would let it reach the application
                 self._log_error("starting a span in a wrapped processor")
 
@@ -72,36 +120,65 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            if not self._stopped and interesting(span):
-                self._queue.put_nowait(span)
-                return
-        except queue.Full:
-            self.passed_untagged += 1
-            span = self._tagger.untagged(span)  # still redacted when redaction is on
+            if not attribute_dict(span).keys().isdisjoint(MARKER_KEYS) and not self._stopped:
+                pending = self._pending
+                if len(pending) < self._queue_size:  # several app threads may overshoot by one each
+                    pending.append(span)
+                    if self._asleep or (self._gathering and len(pending) >= self._high_water):
+                        self._wake.set()
+                    return
+                self.passed_untagged += 1
+                span = self._tagger.untagged(span)  # still redacted when redaction is on
         except Exception:  # never into the application: the span goes on untagged
             self._log_error("checking a span")
-        self._hand_on(span)
+        for end in self._ends:  # inline rather than _hand_on: one Python call fewer per span
+            try:
+                end(span)
+            except Exception:
+                self._log_error("handing a span on")
 
     # -- the worker thread --------------------------------------------------------------
     def _work(self) -> None:
+        pending = self._pending
+        wake = self._wake
         while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            if isinstance(item, _Flush):
-                item.done.set()
-                continue
-            try:
-                tagged = self._tagger.tag(item)  # type: ignore[arg-type]
-            except Exception:
-                self._log_error("tagging a span")
-                tagged = self._tagger.untagged(item)  # type: ignore[arg-type]
-            self._hand_on(tagged)  # type: ignore[arg-type]
+            # No lost wake-up: the app appends, then reads the flag; here the flag is
+            # set, then the deque read. One of the two sees the other's write.
+            wake.clear()
+            self._asleep = True
+            if not pending:
+                wake.wait()
+            self._asleep = False
+            wake.clear()
+            self._gathering = True
+            if not self._urgent and len(pending) < self._high_water:
+                wake.wait(BATCH_DELAY_SECONDS)
+            self._gathering = False
+            self._urgent = False
+            while pending:
+                item = pending.popleft()
+                if item is _STOP:
+                    return
+                if isinstance(item, _Flush):
+                    item.done.set()
+                    continue
+                try:
+                    tagged = self._tagger.tag(item)
+                except Exception:
+                    self._log_error("tagging a span")
+                    tagged = self._tagger.untagged(item)
+                self._hand_on(tagged)
+
+    def _enqueue(self, item: object) -> None:
+        """A control item for the worker (flush, stop): never refused, handled at once."""
+        self._pending.append(item)
+        self._urgent = True
+        self._wake.set()
 
     def _hand_on(self, span: ReadableSpan) -> None:
-        for delegate in self._delegates:
+        for end in self._ends:
             try:
-                delegate.on_end(span)
+                end(span)
             except Exception:
                 self._log_error("handing a span on")
 
@@ -127,10 +204,7 @@ class LoopguardSpanProcessor(SpanProcessor):
         if not self._worker.is_alive():
             return True
         marker = _Flush()
-        try:
-            self._queue.put(marker, timeout=timeout)
-        except queue.Full:
-            return False
+        self._enqueue(marker)
         return marker.done.wait(timeout)
 
     def shutdown(self) -> None:
@@ -138,7 +212,7 @@ class LoopguardSpanProcessor(SpanProcessor):
             return
         self._drain(30.0)
         self._stopped = True
-        self._queue.put(_STOP)
+        self._enqueue(_STOP)
         self._worker.join(30.0)
         for delegate in self._delegates:
             delegate.shutdown()

@@ -12,7 +12,7 @@ import bisect
 import logging
 import threading
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
@@ -46,15 +46,29 @@ AGENT_MARKERS = (
 )
 
 
+MARKER_KEYS = frozenset(MARKERS)
+TOOL_MARKER_KEYS = frozenset(c.marker for c in TOOL_CONVENTIONS)
+_NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
+
+
+def attribute_dict(span: Any) -> Mapping[str, Any]:
+    """The span's attributes, read as cheaply as the SDK allows.
+
+    `span.attributes` builds a new MappingProxyType around the SDK's BoundedAttributes
+    on every read, and both answer `in` and `get` through the Mapping ABC (a Python
+    `__getitem__` and a caught KeyError per missing key); the plain dict inside
+    answers in C. Read-only use only: it is the span's own storage.
+    """
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if plain is not None:
+        return plain  # type: ignore[no-any-return]
+    return span.attributes or _NO_ATTRIBUTES
+
+
 def interesting(span: ReadableSpan) -> bool:
     """Cheap, for the application thread: could this be a tool or model span?"""
-    attrs = span.attributes
-    if not attrs:
-        return False
-    # BoundedAttributes answers `in` through the Mapping ABC (a __getitem__ and a
-    # caught KeyError per key); its plain dict answers in tens of nanoseconds.
-    plain = getattr(attrs, "_dict", attrs)
-    return any(k in plain for k in MARKERS)
+    # Set against set: C iterates the smaller side.
+    return not attribute_dict(span).keys().isdisjoint(MARKER_KEYS)
 
 
 class _RunState:
@@ -97,10 +111,15 @@ class Tagger:
     def key_id(self) -> str:
         return self._fp.key_id
 
+    @property
+    def start_keys(self) -> Optional[frozenset[str]]:
+        """Attribute keys a span must carry at start for `reserve` to do anything;
+        None when every span matters (agent scopes follow every span's parent)."""
+        return None if self._config.agent_scopes else TOOL_MARKER_KEYS
+
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
-        source = span.attributes or {}
-        attrs = dict(getattr(source, "_dict", source))  # the plain dict copies much faster
+        attrs = dict(attribute_dict(span))  # the plain dict copies much faster
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
@@ -142,10 +161,9 @@ class Tagger:
         """At span start (application thread): a span already marked as a tool call
         takes its sequence number now, in dispatch order. Others are numbered at end.
         With agent scopes, every span also inherits the agent scope it starts in."""
-        attrs = span.attributes
-        plain = getattr(attrs, "_dict", attrs) if attrs else None
+        plain = attribute_dict(span)
         if self._config.agent_scopes:
-            self._note_scope(span, plain or {})
+            self._note_scope(span, plain)
         if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
             return
         name = self._config.run_id_attribute
