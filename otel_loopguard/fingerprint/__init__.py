@@ -1,6 +1,6 @@
 """Fingerprints: canonical form, keyed digests, and RawCall -> ToolCall (pure)."""
 
-from .call import fingerprint_call
+from .call import fingerprint_call, fingerprint_finished
 from .canonical import Canonical, canonicalize
 from .fingerprinter import Fingerprint, Fingerprinter
 from .keys import DigestKey, ephemeral_key, load_key
@@ -13,5 +13,6 @@ __all__ = [
     "canonicalize",
     "ephemeral_key",
     "fingerprint_call",
+    "fingerprint_finished",
     "load_key",
 ]

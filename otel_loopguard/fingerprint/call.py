@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Optional
+
 from ..calls import RawCall, ToolCall
 from ..progress import extract
 from .canonical import NO_FLAGS
@@ -10,40 +12,88 @@ from .fingerprinter import Fingerprinter
 
 def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     """Digest arguments and result (unless precomputed) and extract progress evidence."""
-    rule = fp.policy.rule(raw.tool)
+    return _fingerprint(
+        fp, raw.seq, raw.tool, raw.arguments, raw.result, raw.ok, raw.finished, raw.turn, raw.call_id,
+        raw.span_id, raw.start_ns, raw.end_ns, raw.identity, raw.args_digest, raw.result_digest,
+        raw.trace_id, raw.parent_id,
+    )
+
+
+def fingerprint_finished(
+    fp: Fingerprinter,
+    *,
+    seq: int,
+    tool: str,
+    arguments: Any,
+    result: Any,
+    ok: Optional[bool],
+    turn: Optional[int],
+    call_id: Optional[str],
+    span_id: Optional[str],
+    start_ns: Optional[int],
+    end_ns: Optional[int],
+    trace_id: Optional[str],
+    parent_id: Optional[str],
+) -> ToolCall:
+    """`fingerprint_call` of a finished call with raw payloads, without building the RawCall
+    first: a frozen 19-field record costs more to build than the rest of this call's
+    bookkeeping (the in-process processor's path, once per tool span)."""
+    return _fingerprint(fp, seq, tool, arguments, result, ok, True, turn, call_id, span_id, start_ns, end_ns,
+                        None, None, None, trace_id, parent_id)
+
+
+def _fingerprint(
+    fp: Fingerprinter,
+    seq: int,
+    tool: str,
+    arguments: Any,
+    result: Any,
+    ok: Optional[bool],
+    finished: bool,
+    turn: Optional[int],
+    call_id: Optional[str],
+    span_id: Optional[str],
+    start_ns: Optional[int],
+    end_ns: Optional[int],
+    identity: Optional[Mapping[str, Any]],
+    args_digest: Optional[str],
+    result_digest: Optional[str],
+    trace_id: Optional[str],
+    parent_id: Optional[str],
+) -> ToolCall:
+    rule = fp.policy.rule(tool)
     args_value = None
     flags: frozenset[str] = NO_FLAGS
-    action = raw.args_digest
+    action = args_digest
     if action is None or rule.progress or rule.side_effect:
-        a = fp.action(raw.tool, raw.arguments, raw.identity)
-        action, args_value, flags = action or a.digest, a.value, a.flags
-    result_digest = raw.result_digest
+        digest, flags, args_value = fp.action_parts(tool, rule, arguments, identity)
+        action = action or digest
     result_value = None
-    if raw.finished and (result_digest is None or rule.progress):
-        r = fp.result(raw.tool, raw.result)
-        result_digest, result_value = result_digest or r.digest, r.value
-        if r.flags:
-            flags = flags | {f"result:{f}" for f in r.flags}
+    if finished and (result_digest is None or rule.progress):
+        digest, result_flags, result_value = fp.result_parts(tool, rule, result)
+        result_digest = result_digest or digest
+        if result_flags:
+            flags = flags | {f"result:{f}" for f in result_flags}
     write = write_key = None
-    if rule.side_effect and raw.arguments is not None:
-        write, write_key = fp.write(raw.tool, args_value, raw.identity)
+    if rule.side_effect and arguments is not None:
+        write, write_key = fp.write(tool, args_value, identity)
     elif rule.side_effect:
         # Redacted span: no arguments, so no idempotency key to read. The action
         # digest still tells the same write from a different one.
         write = action
     return ToolCall(
-        seq=raw.seq,
-        tool=raw.tool,
+        seq=seq,
+        tool=tool,
         action=action,
-        result=result_digest if raw.finished else None,
-        ok=raw.ok if raw.finished else None,
-        turn=raw.turn,
-        call_id=raw.call_id,
-        span_id=raw.span_id,
-        start_ns=raw.start_ns,
-        end_ns=raw.end_ns,
-        trace_id=raw.trace_id,
-        parent_id=raw.parent_id,
+        result=result_digest if finished else None,
+        ok=ok if finished else None,
+        turn=turn,
+        call_id=call_id,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        trace_id=trace_id,
+        parent_id=parent_id,
         evidence=extract(rule.progress, args_value, result_value),
         write=write,
         write_key=write_key,

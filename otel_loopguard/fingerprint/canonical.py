@@ -208,6 +208,41 @@ def serialise(
     return Canonical("json", text, frozenset(flags) if flags else NO_FLAGS)
 
 
+def parse_and_serialise(
+    value: Any, drop_keys: frozenset[str], max_bytes: int, max_depth: int
+) -> tuple[Any, str, str, frozenset[str]]:
+    """(parsed value, form, text, flags): `parse` then `serialise`, in one step.
+
+    The common input (a JSON object or array as text, small, shallow, no flag, no key
+    to drop) is settled here without the intermediate records and with each check made
+    once; everything else takes the two general functions, which this must equal
+    (tests/fingerprint/test_fast_paths.py).
+    """
+    if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
+        brackets = value.count("{") + value.count("[")
+        if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
+            for key in drop_keys:
+                if key in value:
+                    break
+            else:
+                flags: set[str] = set()
+                _parsing.flags = flags
+                try:
+                    parsed, end = _SCAN(value, 0)
+                except (StopIteration, ValueError, RecursionError):
+                    end = -1  # parse() decides: whitespace, opaque text
+                if end == len(value) and not flags:
+                    try:
+                        text = _encode(parsed)
+                    except RecursionError:  # a caller already deep in its stack: serialise() copes
+                        text = "NaN"
+                    if "Infinity" not in text and "NaN" not in text:  # else an overflow (1e999) to flag
+                        return parsed, "json", text, NO_FLAGS
+    parsed_ = parse(value, max_bytes=max_bytes)
+    canon = serialise(parsed_, drop_keys=drop_keys, max_depth=max_depth)
+    return parsed_.value, canon.form, canon.text, canon.flags
+
+
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
     source = parsed.source
     if source is None:

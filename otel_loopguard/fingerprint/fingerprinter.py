@@ -11,9 +11,12 @@ from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, Canonical, Parsed, parse, serialise
+from .canonical import NO_FLAGS, Parsed, parse, parse_and_serialise, serialise
 from .keys import DigestKey
 from ..paths import get_path, without_paths
+
+
+_NO_KEYS: frozenset[str] = frozenset()
 
 
 class Fingerprint(NamedTuple):
@@ -44,19 +47,34 @@ class Fingerprinter:
     def action(
         self, tool: str, arguments: Any, identity: Optional[Mapping[str, Any]] = None
     ) -> Fingerprint:
-        rule = self.policy.rule(tool)
-        parsed = self._normalised(self.parse(arguments), rule)
-        canon = serialise(parsed, max_depth=self.policy.max_depth)
-        ident = self._identity(rule, identity or {})
-        digest = self._digest("action", tool, canon, ident)
-        return Fingerprint(digest, canon.flags, parsed.value)
+        return Fingerprint(*self.action_parts(tool, self.policy.rule(tool), arguments, identity))
 
     def result(self, tool: str, result: Any) -> Fingerprint:
-        parsed = self.parse(result)
-        drop = self.policy.volatile_for(tool)
-        canon = serialise(parsed, drop_keys=drop, max_depth=self.policy.max_depth)
+        return Fingerprint(*self.result_parts(tool, self.policy.rule(tool), result))
+
+    # The two below are what `fingerprint_call` runs per call: the tool's rule looked up
+    # once by the caller, plain tuples instead of records (the same values as above).
+    def action_parts(
+        self, tool: str, rule: ToolRule, arguments: Any, identity: Optional[Mapping[str, Any]] = None
+    ) -> tuple[str, frozenset[str], Any]:
+        """(digest, flags, normalised value) of an action."""
+        policy = self.policy
+        ident = self._identity(rule, identity) if identity else ""
+        if rule.ignore_fields or rule.defaults:
+            parsed = self._normalised(parse(arguments, max_bytes=policy.max_bytes), rule)
+            canon = serialise(parsed, max_depth=policy.max_depth)
+            return self._digest("action", tool, canon.form, canon.text, ident), canon.flags, parsed.value
+        value, form, text, flags = parse_and_serialise(arguments, _NO_KEYS, policy.max_bytes, policy.max_depth)
+        return self._digest("action", tool, form, text, ident), flags, value
+
+    def result_parts(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Any]:
+        """(digest, flags, parsed value) of a result."""
+        policy = self.policy
+        own = rule.result_volatile_fields  # as Policy.volatile_for, without a second lookup
+        drop = policy.result_volatile_fields if own is None else own
+        value, form, text, flags = parse_and_serialise(result, drop, policy.max_bytes, policy.max_depth)
         # The tool is left out on purpose: equal outputs from any tool are "seen before".
-        return Fingerprint(self._digest("result", "", canon, ""), canon.flags, parsed.value)
+        return self._digest("result", "", form, text, ""), flags, value
 
     def write(
         self, tool: str, arguments_value: Any, identity: Optional[Mapping[str, Any]] = None
@@ -67,11 +85,11 @@ class Fingerprinter:
         key_value = get_path(arguments_value, field) if field else None
         body = without_paths(arguments_value, (field,), match=False) if field else arguments_value
         canon = serialise(Parsed(body, "json", NO_FLAGS), max_depth=self.policy.max_depth)
-        write = self._digest("write", tool, canon, self._identity(rule, identity or {}))
+        write = self._digest("write", tool, canon.form, canon.text, self._identity(rule, identity or {}))
         if key_value is None:
             return write, None
         key_canon = serialise(Parsed(key_value, "json", NO_FLAGS))
-        return write, self._digest("idempotency", tool, key_canon, "")
+        return write, self._digest("idempotency", tool, key_canon.form, key_canon.text, "")
 
     def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
         if not rule.ignore_fields and not rule.defaults:
@@ -93,9 +111,8 @@ class Fingerprinter:
             return ""
         return serialise(Parsed(values, "json", NO_FLAGS)).text
 
-    def _digest(self, domain: str, tool: str, canon: Canonical, identity: str) -> str:
+    def _digest(self, domain: str, tool: str, form: str, text: str, identity: str) -> str:
         # NUL framing is unambiguous: every part but the last is JSON text or a
         # fixed word (no raw NUL), and the free-form canonical text comes last.
-        tool_json = _quoted(tool)
-        message = "\x00".join(("loopguard.v1", domain, tool_json, identity, canon.form, canon.text))
+        message = "\x00".join(("loopguard.v1", domain, _quoted(tool), identity, form, text))
         return self.key.digest(message.encode("utf-8", errors="surrogatepass"))

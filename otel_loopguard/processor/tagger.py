@@ -20,13 +20,13 @@ from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import Attributes
 
 from ..bounded import BoundedMap
-from ..calls import ModelCall, RawCall, ToolCall
+from ..calls import ModelCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
 from ..findings import STOP, WARN, Finding
-from ..fingerprint import Fingerprinter, fingerprint_call
+from ..fingerprint import Fingerprinter, fingerprint_finished
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -134,7 +134,7 @@ class Tagger:
             # The detectors need calls in the order they observe them (end order); the
             # exported sequence may be the dispatch order taken at start.
             state.observed += 1
-            call = fingerprint_call(self._raw(span, found, state, state.observed), self._fp)
+            call = self._fingerprint(span, found, state, state.observed)
             findings = self._observe(state, call)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
 
@@ -221,10 +221,11 @@ class Tagger:
         attrs = {k: v for k, v in (span.attributes or {}).items() if k not in RAW_PAYLOAD_KEYS}
         return self._copy(span, attrs, {}, [])
 
-    def _raw(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int) -> RawCall:
+    def _fingerprint(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int) -> ToolCall:
         ctx = span.context
         parent = span.parent
-        return RawCall(
+        return fingerprint_finished(
+            self._fp,
             seq=seq,
             tool=found.tool,
             arguments=found.arguments,

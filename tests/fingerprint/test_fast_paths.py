@@ -181,3 +181,66 @@ def test_fingerprints_from_text_equal_fingerprints_from_values() -> None:
     result = {"status": "delivered", "version": 7, "timestamp": "now"}
     assert fp.action("t", json.dumps(args)).digest == fp.action("t", args).digest
     assert fp.result("t", json.dumps(result)).digest == fp.result("t", result).digest
+
+
+# --- parse and serialise in one step ----------------------------------------------------------
+
+
+def _both(value: Any, drop: frozenset[str], max_bytes: int = canon.DEFAULT_MAX_BYTES,
+          max_depth: int = canon.DEFAULT_MAX_DEPTH) -> None:
+    parsed = canon.parse(value, max_bytes=max_bytes)
+    expected = canon.serialise(parsed, drop_keys=drop, max_depth=max_depth)
+    got = canon.parse_and_serialise(value, drop, max_bytes, max_depth)
+    assert got[1:] == (expected.form, expected.text, expected.flags)
+    assert json.dumps(got[0], allow_nan=True, default=repr) == json.dumps(parsed.value, allow_nan=True, default=repr)
+
+
+@PROPS
+@given(values, st.frozensets(st.sampled_from(["a", "timestamp", "id", ""]), max_size=3), st.sampled_from(["", " "]))
+def test_one_step_equals_parse_then_serialise(value: Any, drop: frozenset[str], pad: str) -> None:
+    try:
+        text = pad + json.dumps(value, allow_nan=True, ensure_ascii=False)
+    except ValueError:
+        return
+    _both(text, drop)
+    _both(value, drop)  # already-parsed values take the general path
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":1e999}', '{"a":NaN}', '{"a":-Infinity}', '{"a":1,"a":2}', '"{\\"b\\":1}"', "[" * 70 + "]" * 70,
+     "[" * 250 + "]" * 250, '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}',
+     '{"a":1} ', '{"a":1}x', "{'a': 1}", "{", "[1,]", "", "x" * 300, '{"n":' + "9" * 5000 + "}", "\ufeff{}",
+     '{"a":[1,2,{"b":null}]}'],
+)
+@pytest.mark.parametrize("drop", [frozenset(), frozenset({"timestamp"}), frozenset({"a"})])
+def test_one_step_equals_parse_then_serialise_on_odd_inputs(text: str, drop: frozenset[str]) -> None:
+    _both(text, drop)
+    _both(text, drop, max_bytes=64, max_depth=3)  # the limits are honoured the same way
+    _both(text.encode(), drop)
+
+
+def test_one_step_equals_the_general_path_under_a_deep_caller_stack() -> None:
+    import sys
+
+    text = '{"a":[[[[1]]]]}'
+
+    def nested(n: int) -> Any:
+        if n:
+            return nested(n - 1)
+        one = canon.parse_and_serialise(text, frozenset(), 1 << 18, 64)
+        general = canon.serialise(canon.parse(text))
+        return one[1:], (general.form, general.text, general.flags)
+
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(200)
+        for depth in range(150, 200, 2):
+            try:
+                one, general = nested(depth)
+            except RecursionError:
+                continue  # the test's own frames ran out first
+            # Equal, unless the general path (a frame or two deeper) ran out of stack first.
+            assert one == general or canon.OPAQUE_TEXT in general[2], depth
+    finally:
+        sys.setrecursionlimit(limit)
