@@ -98,10 +98,14 @@ class LoopguardSpanProcessor(SpanProcessor):
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         try:
+            try:  # the SDK's span: its BoundedAttributes' plain dict, read inline (no call)
+                plain = span._attributes._dict  # noqa: SLF001
+            except AttributeError:
+                plain = attribute_dict(span)
             keys = self._start_keys
             # Only a span marked as a tool at start is numbered now (dispatch order);
             # one C-level set test settles every other span.
-            if keys is None or not attribute_dict(span).keys().isdisjoint(keys):
+            if keys is None or not plain.keys().isdisjoint(keys):
                 self._reserve(span)
         except Exception:
             self._log_error("numbering a span")
@@ -120,7 +124,11 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            if not attribute_dict(span).keys().isdisjoint(MARKER_KEYS) and not self._stopped:
+            try:  # as in on_start
+                plain = span._attributes._dict  # noqa: SLF001
+            except AttributeError:
+                plain = attribute_dict(span)
+            if not plain.keys().isdisjoint(MARKER_KEYS) and not self._stopped:
                 pending = self._pending
                 if len(pending) < self._queue_size:  # several app threads may overshoot by one each
                     pending.append(span)

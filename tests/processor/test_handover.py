@@ -128,3 +128,26 @@ def test_no_span_is_lost_when_threads_race_the_worker(stacks: Callable[..., Stac
     assert len(tools) == threads * per_thread
     assert all("loopguard.seq" in tags(s) for s in tools)
     assert stack.handle.processor.passed_untagged == 0  # type: ignore[union-attr]
+
+
+def test_the_field_copy_of_a_tagged_span_equals_the_constructed_one(stack: Stack) -> None:
+    from otel_loopguard.processor import tagger as tagger_module
+
+    class Other(ReadableSpan):  # not the SDK's exact type: takes the constructor path
+        pass
+
+    with stack.tracer.start_as_current_span("agent"):
+        emit(stack.tracer, captured("genai_tool"))
+    original = next(s for s in stack.spans() if s.name != "agent")
+    tagger = stack.handle.processor._tagger  # type: ignore[union-attr]  # noqa: SLF001
+    source = ReadableSpan.__new__(ReadableSpan)
+    source.__dict__.update(original.__dict__)
+    other = Other.__new__(Other)
+    other.__dict__.update(original.__dict__)
+    attrs = dict(original.attributes or {})
+    fast = tagger._copy(source, dict(attrs), {"loopguard.x": 1}, [])  # noqa: SLF001
+    slow = tagger._copy(other, dict(attrs), {"loopguard.x": 1}, [])  # noqa: SLF001
+    assert type(fast) is ReadableSpan and type(slow) is ReadableSpan
+    assert fast.__dict__.keys() == slow.__dict__.keys() == tagger_module._READABLE_FIELDS
+    assert fast.to_json() == slow.to_json()
+    assert dict(fast.attributes or {}) == dict(slow.attributes or {}) and fast.attributes is not original.attributes
