@@ -6,6 +6,7 @@ receiver and the audit reader with attributes decoded from OTLP.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
@@ -101,8 +102,10 @@ def _model(conv: ModelConvention, attributes: Mapping[str, Any]) -> ModelSpan:
 def _int(v: Any) -> int:
     if isinstance(v, bool):
         return 0
-    if isinstance(v, (int, float)):
-        return max(0, int(v))
+    if isinstance(v, int):
+        return max(0, v)
+    if isinstance(v, float):
+        return max(0, int(v)) if math.isfinite(v) else 0  # NaN and infinity count as unknown
     if isinstance(v, str) and v.isdigit():
         return int(v)
     return 0

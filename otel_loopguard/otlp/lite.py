@@ -6,7 +6,10 @@ The same wire format, declared differently so protobuf's C parser does the work:
 - a span's attributes are declared as a map from key to AnyValue (the map entry
   and KeyValue share field numbers), so "is this key here" and "its value" are
   C-level lookups, and only the few attributes that matter are ever read;
-- fields the receiver never reads are not declared (protobuf skips them).
+- every other Span field is declared too (as bytes or integers, never read), so a span
+  normally has no unknown fields: upb moves a KeyValue it cannot fit in the map (one
+  with a field newer than ours) to the span's unknown fields, and `hidden_attributes`
+  spots that for a full parse to read instead.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.unknown_fields import UnknownFieldSet
 from opentelemetry.proto.common.v1 import common_pb2
 
 _F = descriptor_pb2.FieldDescriptorProto
@@ -47,13 +51,20 @@ def _build() -> tuple[Any, Any]:
         [
             ("trace_id", 1, _F.TYPE_BYTES, opt, ""),
             ("span_id", 2, _F.TYPE_BYTES, opt, ""),
+            ("trace_state", 3, _F.TYPE_BYTES, opt, ""),
             ("parent_span_id", 4, _F.TYPE_BYTES, opt, ""),
             ("name", 5, _F.TYPE_BYTES, opt, ""),
+            ("kind", 6, _F.TYPE_INT32, opt, ""),
             ("start_time_unix_nano", 7, _F.TYPE_FIXED64, opt, ""),
             ("end_time_unix_nano", 8, _F.TYPE_FIXED64, opt, ""),
             ("attributes", 9, _F.TYPE_MESSAGE, rep, f".{_PACKAGE}.Span.AttributesEntry"),
+            ("dropped_attributes_count", 10, _F.TYPE_UINT32, opt, ""),
             ("events", 11, _F.TYPE_BYTES, rep, ""),  # raw Span.Event bytes: guard decisions
+            ("dropped_events_count", 12, _F.TYPE_UINT32, opt, ""),
+            ("links", 13, _F.TYPE_BYTES, rep, ""),
+            ("dropped_links_count", 14, _F.TYPE_UINT32, opt, ""),
             ("status", 15, _F.TYPE_MESSAGE, opt, f".{_PACKAGE}.Status"),
+            ("flags", 16, _F.TYPE_FIXED32, opt, ""),
         ],
     )
     entry = _message(span.nested_type, "AttributesEntry", [
@@ -71,3 +82,10 @@ def _build() -> tuple[Any, Any]:
 
 
 LiteRequest, LiteSpan = _build()
+_ATTRIBUTES = 9
+
+
+def hidden_attributes(span: Any) -> bool:
+    """True when some KeyValue of the span did not make it into the attribute map."""
+    fields = UnknownFieldSet(span)
+    return len(fields) > 0 and any(f.field_number == _ATTRIBUTES for f in fields)

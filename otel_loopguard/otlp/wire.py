@@ -15,6 +15,7 @@ from typing import Any, Mapping
 _DOUBLE = struct.Struct("<d")
 _FIXED64 = struct.Struct("<Q")
 _U64 = (1 << 64) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1  # an int beyond int64 is written as its text
 
 # Field tags (field number << 3 | wire type) of opentelemetry.proto.trace.v1 / common.v1.
 SPAN_ATTRIBUTE = 0x4A  # Span.attributes = 9
@@ -50,7 +51,7 @@ def any_value(v: Any) -> bytes:
     """AnyValue: string 1, bool 2, int 3, double 4, array 5 (ArrayValue.values = 1)."""
     if isinstance(v, bool):
         return b"\x10\x01" if v else b"\x10\x00"
-    if isinstance(v, int):
+    if isinstance(v, int) and _I64_MIN <= v <= _I64_MAX:
         return b"\x18" + _varint(v & _U64)  # int64 as two's complement, like protobuf
     if isinstance(v, float):
         return b"\x21" + _DOUBLE.pack(v)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -71,6 +72,11 @@ class ReceiverConfig:
         return self
 
 
+# gRPC metadata: lower-case token keys, printable-ASCII values (anything else fails every call).
+_HEADER_KEY = re.compile(r"[0-9a-z_.-]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
+
+
 def parse_headers(text: Optional[str]) -> tuple[tuple[str, str], ...]:
     """OTLP exporter header syntax: comma-separated key=value, values URL-encoded.
     Keys become lower case (gRPC metadata). Errors name the entry, never its value."""
@@ -79,12 +85,15 @@ def parse_headers(text: Optional[str]) -> tuple[tuple[str, str], ...]:
         if not entry.strip():
             continue
         key, sep, value = entry.partition("=")
-        key = unquote(key).strip().lower()
-        if not sep or not key or not key.isascii() or any(c.isspace() for c in key):
-            raise ConfigError(f"headers: entry {n} is not key=value (the expected form is key1=value1,key2=value2)")
+        key, value = unquote(key).strip().lower(), unquote(value).strip()
+        if not sep or not _HEADER_KEY.fullmatch(key):
+            raise ConfigError(f"headers: entry {n} is not key=value with a key of a-z 0-9 - _ . "
+                              "(the expected form is key1=value1,key2=value2)")
         if key.endswith("-bin") or key.startswith("grpc-"):
             raise ConfigError(f"headers: {key!r} is reserved by gRPC or binary; give text headers only")
-        out.append((key, unquote(value).strip()))
+        if not _HEADER_VALUE.fullmatch(value):
+            raise ConfigError(f"headers: the value of {key!r} (entry {n}) must be printable ASCII once URL-decoded")
+        out.append((key, value))
     return tuple(out)
 
 
@@ -135,17 +144,30 @@ def from_sources(
         if env.get(key):
             values[name] = _coerce(name, env[key], key)
     values.update({k: v for k, v in flags.items() if v is not None and k in names})
-    for name, suffix in _EXPORTER_ENV:
-        if values.get(name) is None:
-            raw = env.get(f"OTEL_EXPORTER_OTLP_TRACES_{suffix}") or env.get(f"OTEL_EXPORTER_OTLP_{suffix}")
-            if raw:
-                values[name] = raw.strip() if name != "headers" else raw
+    if isinstance(values.get("compression"), str):
+        values["compression"] = values["compression"].strip().lower()  # GZIP, as the SDK accepts it
     if not values.get("forward") and values.get("findings_only"):
         endpoint = _otlp_endpoint(env)
         if endpoint is not None:
             values["forward"], secure = endpoint
             values.setdefault("insecure", not secure)
+            values.update(_exporter_env(env, values, secure))
     return replace(ReceiverConfig(), **values).validate()
+
+
+def _exporter_env(env: Mapping[str, str], values: Mapping[str, Any], secure: bool) -> dict[str, Any]:
+    """The standard exporter settings that go with OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT.
+
+    Only when that endpoint is the downstream: next to a `--forward` elsewhere they
+    belong to some other exporter (often the app's own, with a vendor's API key).
+    Certificates count only over TLS, as in the SDK's exporter."""
+    out: dict[str, Any] = {}
+    for name, suffix in _EXPORTER_ENV:
+        raw = env.get(f"OTEL_EXPORTER_OTLP_TRACES_{suffix}") or env.get(f"OTEL_EXPORTER_OTLP_{suffix}")
+        if not raw or values.get(name) is not None or (name.endswith("_file") and not secure):
+            continue
+        out[name] = raw if name == "headers" else raw.strip().lower() if name == "compression" else raw.strip()
+    return out
 
 
 def _file_values(path: Path, names: set[str]) -> dict[str, Any]:
@@ -156,7 +178,10 @@ def _file_values(path: Path, names: set[str]) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        # Position and problem only: YAML's own message quotes the line, which may hold a header's value.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or 'syntax error'}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
     unknown = sorted(set(data) - names)

@@ -8,6 +8,7 @@ span is never touched. Invalid spans are rejected with a reason.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -17,11 +18,12 @@ from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.lite import LiteRequest, LiteSpan
+from ..otlp.lite import LiteRequest, LiteSpan, hidden_attributes
 from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
 from ..otlp.values import any_value, attributes
 
 
+_log = logging.getLogger("otel_loopguard.receiver")
 _TOOL, _MODEL, _FACTS = 1, 2, 3
 
 
@@ -97,11 +99,29 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
                 if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8) or _zero(trace_id, span_id):
                     out.rejected.append(((r, s, i), _why(span)))
                     continue
-                # A re-delivery repeats the span's bytes exactly; another span under the same id does not.
-                d = Decoded((r, s, i), trace_id + span_id, hash(raw), trace_id, span_id, parent,
+                d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
                             span.start_time_unix_nano, span.end_time_unix_nano)
-                out.spans.append(_read_span(d, span, extra, run_id_attribute))
+                out.spans.append(_read_guarded(d, span, raw, extra, run_id_attribute))
     return out
+
+
+def _read_guarded(d: Decoded, span: Any, raw: bytes, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
+    """Read what a span says; a span we cannot make sense of is passed on unjudged, never
+    allowed to cost the rest of its request (or the request an answer)."""
+    try:
+        attrs = _full_attributes(raw) if hidden_attributes(span) else span.attributes
+        return _read_span(d, span, attrs, extra, run_attr)
+    except Exception:
+        _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
+        d.content = hash(raw)
+        d.run_id = d.call = d.model = d.facts = d.guards = None
+        return d
+
+
+def _full_attributes(raw: bytes) -> dict[str, Any]:
+    """Attributes as the full schema parses them: for a span whose KeyValues carry fields
+    newer than ours (the map view would hide them). Last one wins, as in the map."""
+    return {kv.key: kv.value for kv in Span.FromString(raw).attributes}
 
 
 def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
@@ -162,18 +182,23 @@ def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _read_span(d: Decoded, span: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
+def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
     own = span.name in _OWN_SPANS
+    status = span.status.code
+    # Content id for dedupe: what a re-delivery repeats even through another encoder
+    # (which may write empty fields or order them differently), so it is a duplicate,
+    # while a different span under the same id is a conflict.
+    d.content = hash((d.start, d.end, d.parent, span.name, status, len(attrs)))
     if span.events and not own:
         d.guards = _guard_events(span.events)
         if d.guards:
             d.run_id = run_id_of({}, d.trace_id, run_attr)  # refined below when attributes are read
-    attrs = span.attributes
     kind = None if own else _kind(attrs)
     if kind is None:
         return d
     values = _values(attrs, _KEYS[kind] + extra)
-    found = recognise(values, span.status.code == _ERROR)
+    d.content = hash((d.content, repr(values)))  # the attributes judged are part of what must match
+    found = recognise(values, status == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return d
     d.run_id = run_id_of(values, d.trace_id, run_attr)

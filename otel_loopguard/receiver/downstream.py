@@ -104,8 +104,13 @@ class Downstream:
                     _log.error("downstream %s refused: %s %s", self.target, err.code().name, err.details())
                     return SendResult(REJECTED, err.code(), err.details() or "")
                 if loop.time() + delay >= deadline:
-                    _log.warning("downstream %s unavailable: %s", self.target, err.code().name)
+                    # The details say why (refused connection, TLS name mismatch ...): keep them.
+                    _log.warning("downstream %s unavailable: %s %s", self.target, err.code().name, err.details() or "")
                     return SendResult(RETRY_LATER, err.code(), err.details() or "")
+            except Exception as exc:  # grpc refusing the call locally (e.g. metadata) is no RPC error
+                self._metrics.inc("export_failures_total")
+                _log.error("cannot send to downstream %s: %s", self.target, type(exc).__name__)
+                return SendResult(REJECTED, None, f"the call could not be made ({type(exc).__name__})")
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             delay = min(delay * 2, 2.0)
 
@@ -180,12 +185,13 @@ class FindingQueue:
                 if result.status != RETRY_LATER:
                     break
             if result.status == SENT:
-                self._metrics.inc("finding_spans_exported_total", len(batch) - result.rejected_spans)
-                if result.rejected_spans or result.detail:
+                rejected = min(result.rejected_spans, len(batch))
+                self._metrics.inc("finding_spans_exported_total", len(batch) - rejected)
+                if rejected or result.detail:
                     # Partial success is final (OTLP: do not retry): say so rather than count it delivered.
-                    self._metrics.inc("finding_spans_dropped_total", result.rejected_spans)
+                    self._metrics.inc("finding_spans_dropped_total", rejected)
                     _log.warning("downstream %s rejected %d of %d finding spans: %s", self._downstream.target,
-                                 result.rejected_spans, len(batch), result.detail or "(no message)")
+                                 rejected, len(batch), result.detail or "(no message)")
             else:
                 self._metrics.inc("finding_spans_dropped_total", len(batch))
                 _log.error("downstream refused %d finding spans (%s): dropped", len(batch), result.detail)

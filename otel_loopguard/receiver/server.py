@@ -90,6 +90,9 @@ async def start(config: ReceiverConfig) -> Running:
     metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
     mode = "findings-only" if config.findings_only else "inline"
     names = ",".join(k for k, _ in parse_headers(config.headers)) or "none"  # names only: values may be keys
+    if config.headers and not config.tls:
+        _log.warning("headers (%s) are sent in plaintext to %s; set certificate_file or insecure: false for TLS",
+                     names, config.forward)
     _log.info("otel-loopguard receiver on port %d (%s mode, downstream %s over %s, headers %s, compression %s, "
               "key id %s, policy %s)", port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
               config.compression, key.key_id, policy.version)

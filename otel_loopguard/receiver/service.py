@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Optional
 
 import grpc
@@ -156,6 +157,8 @@ class TraceReceiver:
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
         if result.status == SENT:
+            if result.rejected_spans > spans:  # a downstream cannot refuse more than it was sent
+                result = replace(result, rejected_spans=spans)
             self._metrics.inc("spans_forwarded_total", spans - result.rejected_spans)
             if result.rejected_spans:
                 self._metrics.inc("spans_rejected_downstream_total", result.rejected_spans)

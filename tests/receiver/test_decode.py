@@ -19,6 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otel_loopguard.conventions import ModelSpan, ToolSpan, recognise
 from otel_loopguard.otlp.spans import run_id_of, span_call
+from otel_loopguard.otlp.wire import _field
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.receiver.decode import decode
 
@@ -121,8 +122,7 @@ def test_run_facts_alone_make_a_span_worth_reading() -> None:
     assert d.run_id == (b"\x01" * 16).hex()
 
 
-def test_content_id_follows_the_span_bytes() -> None:
-    """A re-delivery (same bytes) has the same content id; any change in the span does not."""
+def test_content_id_tells_a_re_delivery_from_a_different_span() -> None:
     a = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
     again = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
     other = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "u"})
@@ -130,6 +130,64 @@ def test_content_id_follows_the_span_bytes() -> None:
     assert a.key == again.key == other.key == errored.key
     assert a.content == again.content
     assert len({a.content, other.content, errored.content}) == 3
+
+
+def _framed(raw_span: bytes) -> bytes:
+    """A request around one span's raw bytes: resource_spans(1) > scope_spans(2) > spans(2)."""
+    return _field(0x0A, _field(0x12, _field(0x12, raw_span)))
+
+
+def _reencoded(span: Span) -> bytes:
+    """The same span as another encoder may write it: empty status spelled out, fields reordered."""
+    body = Span()
+    body.CopyFrom(span)
+    body.ClearField("attributes")
+    attrs = b"".join(_field(0x4A, kv.SerializeToString()) for kv in reversed(span.attributes))
+    return attrs + body.SerializeToString() + b"\x7a\x00"  # status {} (field 15, empty)
+
+
+def test_a_re_delivery_through_another_encoder_is_still_a_duplicate() -> None:
+    for attrs in ({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.arguments": "{}"},
+                  {"http.method": "GET", "x": 1}):
+        span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1,
+                    end_time_unix_nano=2, attributes=[_kv(k, v) for k, v in attrs.items()])
+        first, second = decode(_request([span])).spans[0], decode(_framed(_reencoded(span))).spans[0]
+        assert first.key == second.key and first.content == second.content
+        assert first.call == second.call
+
+
+def test_a_keyvalue_with_a_field_newer_than_ours_is_still_read() -> None:
+    """upb cannot keep such an entry in the map view; the full parse reads it instead."""
+    kv = _kv("gen_ai.operation.name", "execute_tool").SerializeToString() + b"\x18\x05"  # unknown field 3
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv("gen_ai.tool.name", "lookup")])
+    d = decode(_framed(span.SerializeToString() + _field(0x4A, kv))).spans[0]
+    assert d.call is not None and d.call.tool == "lookup"
+
+
+def test_non_finite_token_counts_count_as_unknown_and_lose_nothing() -> None:
+    d = _one({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": float("nan"),
+              "gen_ai.usage.output_tokens": float("inf")})
+    assert d.model is not None and (d.model.input_tokens, d.model.output_tokens) == (0, 0)
+
+
+def test_a_span_that_cannot_be_read_is_passed_on_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_loopguard.receiver import decode as module
+
+    real = module.recognise
+
+    def fragile(values: Any, error: bool) -> Any:
+        if values.get("gen_ai.tool.name") == "boom":
+            raise ValueError("a bug")
+        return real(values, error)
+
+    monkeypatch.setattr(module, "recognise", fragile)
+    spans = [Span(trace_id=b"\x01" * 16, span_id=bytes([0, 0, 0, 0, 0, 0, 0, n]), name="s", start_time_unix_nano=1,
+                  end_time_unix_nano=2, attributes=[_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", t)])
+             for n, t in ((1, "ok1"), (2, "boom"), (3, "ok2"))]
+    decoded = decode(_request(spans)).spans
+    assert [d.call.tool if d.call else None for d in decoded] == ["ok1", None, "ok2"]
+    assert decoded[1].run_id is None  # not judged, still forwarded (it is in the decoded list)
 
 
 def test_error_type_alone_marks_a_failed_call() -> None:

@@ -117,15 +117,22 @@ def _config(port: int, host: str = "127.0.0.1", **overrides: Any) -> ReceiverCon
 
 
 # -- headers -------------------------------------------------------------------------------
+ENCODED = "Bearer%20" + SECRET.replace("=", "%3D").replace(" ", "%20")
+
+
 @pytest.mark.parametrize("findings_only", [False, True])
 def test_headers_go_with_forwarded_spans_and_findings_and_are_never_logged(
     findings_only: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     sink = RecordingSink()
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20" + SECRET.replace("=", "%3D").replace(" ", "%20")
-           + ",x-team=agents"}
-    config = from_sources({"forward": f"127.0.0.1:{sink.port}", "findings_only": findings_only,
-                           "root_grace_seconds": 0.2, "listen": "127.0.0.1:0"}, env=env)
+    flags: dict[str, Any] = {"findings_only": findings_only, "root_grace_seconds": 0.2, "listen": "127.0.0.1:0"}
+    if findings_only:  # the standard exporter variables, endpoint and headers together
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.port}",
+               "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization={ENCODED},x-team=agents"}
+    else:  # the receiver's own setting
+        flags["forward"] = f"127.0.0.1:{sink.port}"
+        env = {"OTEL_LOOPGUARD_HEADERS": f"Authorization={ENCODED},x-team=agents"}
+    config = from_sources(flags, env=env)
     caplog.set_level(logging.DEBUG)
     receiver = ReceiverThread(config)
     try:
@@ -139,6 +146,7 @@ def test_headers_go_with_forwarded_spans_and_findings_and_are_never_logged(
         sink.stop()
     assert "authorization" in caplog.text  # the header's name is logged at startup ...
     assert SECRET not in caplog.text and "s3cr3t" not in caplog.text  # ... its value never is
+    assert "in plaintext" in caplog.text  # ... with a warning that it travels unencrypted
     assert "s3cr3t" not in repr(config)
 
 
@@ -223,18 +231,52 @@ def test_bad_headers_are_refused_without_echoing_any_value(bad: str) -> None:
 
 
 def test_exporter_settings_come_from_the_standard_variables_traces_first() -> None:
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": "a=generic", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=traces",
-           "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip"}
-    config = from_sources({"forward": "h:1"}, env=env)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example", "OTEL_EXPORTER_OTLP_HEADERS": "a=generic",
+           "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=traces", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem",
+           "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "GZIP"}
+    config = from_sources({"findings_only": True}, env=env)
+    assert config.forward == "collector.example:4317"
     assert parse_headers(config.headers) == (("a", "traces"),)
     assert config.certificate_file == "/ca.pem" and config.tls and config.compression == "gzip"
 
 
+def test_standard_variables_of_another_exporter_are_left_alone() -> None:
+    """Next to an explicit --forward, OTEL_EXPORTER_OTLP_* configure some other exporter
+    (often the app's, with a vendor's key): never sent to our downstream."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://api.vendor.example", "OTEL_EXPORTER_OTLP_HEADERS": "x-key=VENDOR",
+           "OTEL_EXPORTER_OTLP_CERTIFICATE": "/vendor-ca.pem"}
+    for findings_only in (False, True):
+        config = from_sources({"forward": "collector:4317", "findings_only": findings_only}, env=env)
+        assert config.headers is None and config.certificate_file is None and not config.tls
+
+
+def test_certificates_count_only_over_tls_as_in_the_sdk() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"}
+    config = from_sources({"findings_only": True}, env=env)
+    assert config.certificate_file is None and not config.tls
+
+
 def test_the_receivers_own_settings_beat_the_standard_variables() -> None:
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": "a=generic", "OTEL_LOOPGUARD_HEADERS": "a=ours"}
-    assert parse_headers(from_sources({"forward": "h:1"}, env=env).headers) == (("a", "ours"),)
-    assert from_sources({"forward": "h:1", "compression": "none"},
-                        env={"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}).compression == "none"
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_HEADERS": "a=generic",
+           "OTEL_LOOPGUARD_HEADERS": "a=ours"}
+    assert parse_headers(from_sources({"findings_only": True}, env=env).headers) == (("a", "ours"),)
+    assert from_sources({"findings_only": True, "compression": "none"},
+                        env={**env, "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}).compression == "none"
+
+
+@pytest.mark.parametrize("bad", ["x-key=caf%C3%A9SECRETVALUE", "x-key=line%0ASECRETVALUE", "bad:key=SECRETVALUE"])
+def test_headers_grpc_would_refuse_fail_at_startup_not_on_every_export(bad: str) -> None:
+    with pytest.raises(ConfigError, match="headers") as err:
+        ReceiverConfig(forward="h:1", headers=bad).validate()
+    assert "SECRETVALUE" not in str(err.value)
+
+
+def test_a_yaml_error_never_quotes_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "receiver.yaml"
+    path.write_text('forward: "h:1"\nheaders: "authorization=Bearer SECRETVALUE\n')
+    with pytest.raises(ConfigError, match="not valid YAML at line") as err:
+        from_sources({}, env={}, config_file=str(path))
+    assert "SECRETVALUE" not in str(err.value)
 
 
 def test_half_a_client_identity_or_an_unknown_compression_is_refused() -> None:

@@ -55,3 +55,11 @@ def test_a_string_that_is_not_valid_unicode_is_replaced_not_raised() -> None:
     span = Span()
     span.MergeFromString(wire.attributes({"k": "bad \ud800 surrogate"}, wire.SPAN_ATTRIBUTE))
     assert span.attributes[0].value.string_value == "bad ? surrogate"
+
+
+def test_an_int_beyond_int64_is_written_as_text_not_wrapped() -> None:
+    span = Span()
+    span.MergeFromString(wire.attributes({"big": 2**63, "small": -(2**63) - 1, "edge": 2**63 - 1}, wire.SPAN_ATTRIBUTE))
+    values = {kv.key: kv.value for kv in span.attributes}
+    assert values["big"].string_value == str(2**63) and values["small"].string_value == str(-(2**63) - 1)
+    assert values["edge"].int_value == 2**63 - 1
