@@ -8,10 +8,46 @@ run stays small and carries nothing sensitive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Mapping, Optional, TypeVar
+
+_C = TypeVar("_C")
+_UNSET = object()
 
 
+def quick_init(cls: type[_C]) -> type[_C]:
+    """Give a frozen, slotted dataclass an __init__ that fills the slots directly.
+
+    A frozen dataclass sets each field through object.__setattr__: about 3 µs for
+    16 fields, paid for every tool call on the hot paths. Writing through the slot
+    descriptors costs a quarter of that. The class stays frozen (assignment after
+    construction still raises) and keeps its eq, hash, repr and replace().
+    Generated source, as dataclasses itself does it.
+    """
+    names: dict[str, Any] = {}
+    params, body = [], []
+    for f in fields(cls):  # type: ignore[arg-type]
+        names[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default is not MISSING:
+            names[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+            body.append(f" _set_{f.name}(self, {f.name})")
+        elif f.default_factory is not MISSING:
+            names[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_UNSET")
+            body.append(f" _set_{f.name}(self, _factory_{f.name}() if {f.name} is _UNSET else {f.name})")
+        else:
+            params.append(f.name)
+            body.append(f" _set_{f.name}(self, {f.name})")
+    names["_UNSET"] = _UNSET
+    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), names)  # noqa: S102
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RawCall:
     """One tool call as read from telemetry, before fingerprinting.
@@ -58,6 +94,7 @@ class Evidence:
     error_count: Optional[int] = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A fingerprinted tool call, the unit every detector observes."""

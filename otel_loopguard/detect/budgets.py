@@ -12,7 +12,7 @@ from typing import Optional
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import Finding, finding
-from ..policy import Policy
+from ..policy import Policy, ToolRule
 from .base import Latch, Step
 
 _NS = 1e9
@@ -113,6 +113,10 @@ def warn_at(limit: float, ratio: float, whole: bool = True) -> float:
 
 class ToolCapDetector:
     kind = "tool_cap"
+
+    @staticmethod
+    def applies(rule: ToolRule) -> bool:
+        return rule.max_calls is not None  # only tools with a cap are counted
 
     def __init__(self, policy: Policy):
         self._policy = policy

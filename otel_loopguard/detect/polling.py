@@ -11,7 +11,7 @@ from typing import Optional
 from ..bounded import BoundedMap
 from ..calls import ToolCall
 from ..findings import Finding, finding
-from ..policy import Policy, PollRule
+from ..policy import Policy, PollRule, ToolRule
 from .base import Latch, Step
 from .budgets import warn_at
 
@@ -29,6 +29,10 @@ class _Episode:
 
 
 class PollBudgetDetector:
+
+    @staticmethod
+    def applies(rule: ToolRule) -> bool:
+        return rule.poll is not None  # only tools with a poll rule are polls
     def __init__(self, policy: Policy):
         self._ratio = policy.budget.warn_ratio
         self._episodes = BoundedMap[str, _Episode](MAX_EPISODES)

@@ -7,12 +7,12 @@ O(1) amortised across all detectors, and memory per run is bounded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import STOP, Finding
-from ..policy import Policy
+from ..policy import Policy, ToolRule
 from ..progress import Judgement, ProgressTracker
 from .base import Detector, Step
 from .budgets import BudgetDetector, ToolCapDetector
@@ -38,6 +38,10 @@ DETECTORS = (
 
 
 MAX_DISTINCT_ACTIONS = 16384
+
+
+def _ALWAYS(rule: ToolRule) -> bool:  # noqa: N802 - a constant predicate
+    return True
 # Integrity kinds describe the telemetry, not the agent: they never stop a run.
 _NOT_STOPPING = frozenset({"incomplete_trace", "telemetry_duplicate", "integrity_conflict"})
 
@@ -73,6 +77,7 @@ class Run:
         self.stopped: Optional[Finding] = None  # the first stop-level finding, if any
         self._previews = [d for d in self._detectors if hasattr(d, "preview")]
         self._actions = BoundedSet(MAX_DISTINCT_ACTIONS)
+        self._by_rule: dict[int, tuple[Callable[[Step], list[Finding]], ...]] = {}
 
     def observe(self, call: ToolCall) -> list[Finding]:
         """Feed the next call; returns the findings whose evidence it completes."""
@@ -90,8 +95,18 @@ class Run:
         step = Step(call, self.decision, judgement, self.policy.rule(call.tool))
         self.last_call = call
         self._summarise(call, judgement)
-        found = [f for d in self._detectors for f in d.observe(step)]
+        found = [f for observe in self._fanout(step.rule) for f in observe(step)]
         return self._stamp(found), judgement
+
+    def _fanout(self, rule: ToolRule) -> tuple[Callable[[Step], list[Finding]], ...]:
+        """The detectors that can judge calls under this rule. Some only ever judge a few
+        tools (a poll rule, a side effect, a call cap); an ordinary call skips them.
+        Keyed by the rule object: the policy holds one per configured tool, plus a default."""
+        observers = self._by_rule.get(id(rule))
+        if observers is None:
+            observers = tuple(d.observe for d in self._detectors if getattr(d, "applies", _ALWAYS)(rule))
+            self._by_rule[id(rule)] = observers
+        return observers
 
     def _summarise(self, call: ToolCall, judgement: Judgement) -> None:
         s = self.summary

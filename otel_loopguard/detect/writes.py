@@ -11,7 +11,7 @@ from typing import Optional
 from ..bounded import BoundedMap
 from ..calls import ToolCall
 from ..findings import STOP, Finding, finding
-from ..policy import Policy
+from ..policy import Policy, ToolRule
 from .base import Step
 
 MAX_WRITES = 1024  # distinct writes remembered per run
@@ -19,6 +19,10 @@ MAX_WRITES = 1024  # distinct writes remembered per run
 
 class DuplicateWriteDetector:
     kind = "duplicate_write"
+
+    @staticmethod
+    def applies(rule: ToolRule) -> bool:
+        return rule.side_effect  # only side-effecting tools write
 
     def __init__(self, policy: Policy):
         self._seen = BoundedMap[str, ToolCall](MAX_WRITES)

@@ -238,3 +238,26 @@ def test_a_long_error_streak_keeps_bounded_evidence() -> None:
         ("error_streak", "stop"),
     ]
     _assert_bounded(h.run, plain_limit=16)
+
+
+def test_rule_specific_detectors_still_judge_their_tools_among_ordinary_calls() -> None:
+    """Each call visits only the detectors its rule can need; interleaving tools with
+    different rules must not cost a poll budget, a duplicate write or a cap its evidence."""
+    from .helpers import NO_BUDGETS, Harness
+
+    pol = {
+        "budget": NO_BUDGETS,
+        "tools": {
+            "issue_refund": {"side_effect": True},
+            "search": {"max_calls": 2},
+        },
+    }
+    h = Harness(pol)
+    for n in range(3):
+        h.call("lookup", {"n": n}, {"r": n}, turn=2 * n + 1)
+        h.call("issue_refund", {"order": "A"}, {"ok": True}, turn=2 * n + 2)
+        h.call("search", {"q": n}, {"hits": n}, turn=2 * n + 2)
+    assert {f.tool for f in h.kind("duplicate_write")} == {"issue_refund"}
+    assert {f.tool for f in h.kind("tool_cap")} == {"search"}
+    # Negative control: the ordinary tool, with the same pattern, is neither a write nor capped.
+    assert all(f.tool != "lookup" for f in h.kind("duplicate_write") + h.kind("tool_cap"))

@@ -1,0 +1,53 @@
+"""ToolCall and RawCall keep every property of a frozen dataclass with their quick __init__."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from otel_loopguard.calls import Evidence, RawCall, ToolCall, quick_init
+
+
+def test_still_frozen_after_construction() -> None:
+    call = ToolCall(1, "t", "a", "r", True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.seq = 2  # type: ignore[misc]
+
+
+def test_defaults_keywords_positions_and_replace_behave_as_generated() -> None:
+    call = ToolCall(seq=1, tool="t", action="a", result=None, ok=None, span_id="s")
+    assert (call.turn, call.evidence, call.flags, call.span_id) == (None, Evidence(), frozenset(), "s")
+    assert ToolCall(1, "t", "a", None, None, None, None, "s") == call
+    moved = dataclasses.replace(call, seq=7)
+    assert moved.seq == 7 and moved.span_id == "s" and call.seq == 1
+    assert hash(call) == hash(ToolCall(1, "t", "a", None, None, span_id="s"))
+    assert repr(call).startswith("ToolCall(seq=1, tool='t'")
+
+
+def test_a_default_factory_gives_each_instance_its_own_value() -> None:
+    a, b = RawCall(1, "t"), RawCall(2, "t")
+    assert a.identity == {} and a.identity is not b.identity
+    given = {"k": 1}
+    assert RawCall(1, "t", identity=given).identity is given
+
+
+def test_missing_or_unknown_arguments_raise_like_any_init() -> None:
+    with pytest.raises(TypeError, match="missing"):
+        RawCall()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        RawCall(1, "t", nonsense=1)  # type: ignore[call-arg]
+
+
+def test_matches_a_plain_frozen_dataclass_field_for_field() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain:
+        a: int
+        b: str = "x"
+        c: list[int] = dataclasses.field(default_factory=list)
+
+    Quick = quick_init(dataclasses.make_dataclass("Quick", [("a", int), ("b", str, dataclasses.field(default="x")),
+                                                            ("c", list, dataclasses.field(default_factory=list))],
+                                                  frozen=True, slots=True))
+    for args, kwargs in (((1,), {}), ((1, "y"), {}), ((1,), {"c": [2]})):
+        assert dataclasses.astuple(Quick(*args, **kwargs)) == dataclasses.astuple(Plain(*args, **kwargs))
