@@ -92,19 +92,25 @@ def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
     return {"app_us": app / n * 1e6, "cpu_us": cpu / n * 1e6}
 
 
-def best(kind: str, guarded: bool, n: int, repeats: int = 3) -> dict[str, float]:
-    runs = [measure(kind, guarded, n) for _ in range(repeats)]
-    return {k: min(r[k] for r in runs) for k in runs[0]}
+def best_pair(kind: str, n: int, repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Baseline and guarded measured alternately, best of `repeats` each: a machine whose
+    speed drifts during the run (frequency, neighbours) then drifts for both alike."""
+    base, ours = [], []
+    for _ in range(repeats):
+        base.append(measure(kind, False, n))
+        ours.append(measure(kind, True, n))
+    return ({k: min(r[k] for r in base) for k in base[0]}, {k: min(r[k] for r in ours) for k in ours[0]})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--spans", type=int, default=5000)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     result: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     for kind in ("tool", "plain"):
-        base, ours = best(kind, False, args.spans), best(kind, True, args.spans)
+        base, ours = best_pair(kind, args.spans, args.repeats)
         result[kind] = {
             "baseline_app_us": round(base["app_us"], 2),
             "guarded_app_us": round(ours["app_us"], 2),
@@ -117,12 +123,13 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"python {result['python']}, {result['cpus']} cpus, {args.spans} spans per measurement, best of 3")
+    print(f"python {result['python']}, {result['cpus']} cpus, {args.spans} spans per measurement, "
+          f"best of {args.repeats}, baseline and guarded interleaved")
     for kind in ("tool", "plain"):
         r = result[kind]
         print(f"{kind:5} span: app thread {r['baseline_app_us']:.2f} -> {r['guarded_app_us']:.2f} us "
-              f"(+{r['added_app_us']:.2f} us, {r['app_ratio']}x); total CPU {r['baseline_cpu_us']:.2f} -> "
-              f"{r['guarded_cpu_us']:.2f} us (+{r['added_cpu_us']:.2f} us)")
+              f"({r['added_app_us']:+.2f} us, {r['app_ratio']}x); total CPU {r['baseline_cpu_us']:.2f} -> "
+              f"{r['guarded_cpu_us']:.2f} us ({r['added_cpu_us']:+.2f} us)")
 
 
 if __name__ == "__main__":
