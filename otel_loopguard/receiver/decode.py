@@ -192,7 +192,8 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     if span.events and not own:
         d.guards = _guard_events(span.events)
         if d.guards:
-            d.run_id = run_id_of({}, d.trace_id, run_attr)  # refined below when attributes are read
+            # The same run as the audit puts them in: loopguard.run.id or the configured attribute.
+            d.run_id = run_id_of(_values(attrs, (conv.RUN_ID, *((run_attr,) if run_attr else ()))), d.trace_id, run_attr)
     kind = None if own else _kind(attrs)
     if kind is None:
         return d

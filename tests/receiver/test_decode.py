@@ -195,3 +195,30 @@ def test_error_type_alone_marks_a_failed_call() -> None:
     ok = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
     failed = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "error.type": "TimeoutError"})
     assert ok.call.ok and not failed.call.ok
+
+
+def _decision_event() -> Any:
+    event = Span.Event(name="loopguard.decision", time_unix_nano=5)
+    event.attributes.extend([_kv("loopguard.decision", "deny"), _kv("loopguard.dispatched", False),
+                             _kv("loopguard.finding.kind", "repeat"), _kv("loopguard.tool.name", "t")])
+    return event
+
+
+@pytest.mark.parametrize("attrs, run_attr, expected", [
+    ({"loopguard.run.id": "conv-1"}, None, "conv-1"),
+    ({"gen_ai.conversation.id": "conv-2"}, "gen_ai.conversation.id", "conv-2"),
+    ({}, None, (b"\x01" * 16).hex()),
+])
+def test_a_guard_decision_on_a_span_that_is_no_call_joins_the_audits_run(
+        attrs: dict[str, Any], run_attr: Any, expected: str) -> None:
+    """Receiver and audit put a decision recorded outside any tool span in the same run."""
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="agent step", start_time_unix_nano=1,
+                end_time_unix_nano=2, attributes=[_kv(k, v) for k, v in attrs.items()], events=[_decision_event()])
+    d = decode(_request([span]), run_attr).spans[0]
+    assert d.guards and d.call is None and d.run_id == expected
+    from otel_loopguard.otlp.spans import SpanCollector
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest as Req
+
+    audit = SpanCollector(run_attr)
+    audit.add(Req.FromString(_request([span])))
+    assert audit.guard_events(expected)
