@@ -220,7 +220,10 @@ def parse_and_serialise(
     """
     if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
         brackets = value.count("{") + value.count("[")
-        if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
+        # A key to drop may be spelt with escapes ("\u0074imestamp"): text with any escape
+        # then takes the general path, which compares parsed keys.
+        escaped = bool(drop_keys) and "\\u" in value
+        if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "[") and not escaped:
             for key in drop_keys:
                 if key in value:
                     break
@@ -246,6 +249,8 @@ def parse_and_serialise(
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
     source = parsed.source
     if source is None:
+        return False
+    if drop_keys and "\\u" in source:  # a key to drop may be spelt with escapes
         return False
     for key in drop_keys:  # a plain loop: half the cost of any() over a generator
         if key in source:
