@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence
+import weakref
+from typing import Any, Optional, Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -40,60 +42,47 @@ _STOP = object()
 BATCH_DELAY_SECONDS = 0.2
 
 
-def _empty(self: Any, *args: Any, **kwargs: Any) -> None:
-    pass
-
-
-def _empty_documented(self: Any, *args: Any, **kwargs: Any) -> None:
-    """A hook whose body is only its docstring."""
-
-
-# Bytecode of a body that does nothing but return a constant (with or without a docstring).
-_EMPTY_BODIES = frozenset({_empty.__code__.co_code, _empty_documented.__code__.co_code})
-
-
-def _does_nothing(hook: Any) -> bool:
-    """True for a hook whose body is empty (BatchSpanProcessor.on_start, say): calling it
-    per span would cost the application thread a Python call for nothing."""
-    code = getattr(getattr(hook, "__func__", hook), "__code__", None)
-    return isinstance(code, type(_empty.__code__)) and code.co_code in _EMPTY_BODIES
-
-
 class LoopguardSpanProcessor(SpanProcessor):
     def __init__(self, delegates: Sequence[SpanProcessor], tagger: Tagger, queue_size: int = 10_000):
         self._tagger = tagger
         self._start_keys = tagger.start_keys
         self._reserve = tagger.reserve
-        self._delegates: list[SpanProcessor] = []
-        self._bind(list(delegates))
+        # Hooks are looked up on each span, as the SDK's own multi-processor does: a
+        # processor patched after install (tests, instrumentation) must still be honoured.
+        self._delegates: list[SpanProcessor] = list(delegates)
         # Tool and model spans waiting for the worker. A deque rather than queue.Queue:
         # append and popleft are atomic and take no lock, and the worker is woken only
         # when it sleeps (see _wake_if_idle), not once per span.
-        self._pending: collections.deque[Any] = collections.deque()
         self._queue_size = queue_size
         self._high_water = max(1, queue_size // 2)
-        self._wake = threading.Event()
-        self._asleep = False  # the worker waits for a first span: wake it
-        self._gathering = False  # the worker lets a batch gather: wake it at the high-water mark
-        self._urgent = False  # a flush or a shutdown waits
         self.passed_untagged = 0  # spans handed on untagged because the queue was full
         self._errors_logged = 0
         self._stopped = False
+        self._start_worker()
+        if hasattr(os, "register_at_fork"):
+            # A forked child has no worker thread: give it one, as the SDK's batch processor
+            # does (weakly: the hook must not keep a discarded processor alive).
+            reinit = weakref.WeakMethod(self._at_fork_reinit)
+            os.register_at_fork(after_in_child=lambda: (m := reinit()) is not None and m())
+
+    def _start_worker(self) -> None:
+        self._pending: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()
+        self._control = threading.RLock()  # flush and stop bookkeeping only, never per span
+        self._asleep = False  # the worker waits for a first span: wake it
+        self._gathering = False  # the worker lets a batch gather: wake it at the high-water mark
+        self._urgent = False  # a flush or a shutdown waits
         self._worker = threading.Thread(target=self._work, name="otel-loopguard", daemon=True)
         self._worker.start()
 
-    def add_delegate(self, processor: SpanProcessor) -> None:
-        self._bind([*self._delegates, processor])
+    def _at_fork_reinit(self) -> None:
+        """In a forked child: the parent's queued spans are the parent's to hand on."""
+        self._tagger.at_fork_reinit()
+        if not self._stopped:
+            self._start_worker()
 
-    def _bind(self, delegates: list[SpanProcessor]) -> None:
-        # Hooks bound once, empty ones left out: the application thread pays per span
-        # for each Python call it makes. The SDK's pre-end hook is private, hence getattr.
-        starts = [d.on_start for d in delegates]
-        endings = [h for h in (getattr(d, "_on_ending", None) for d in delegates) if h is not None]
-        self._starts: tuple[Callable[..., None], ...] = tuple(h for h in starts if not _does_nothing(h))
-        self._endings: tuple[Callable[[Any], None], ...] = tuple(h for h in endings if not _does_nothing(h))
-        self._ends: tuple[Callable[[ReadableSpan], None], ...] = tuple(d.on_end for d in delegates)
-        self._delegates = delegates
+    def add_delegate(self, processor: SpanProcessor) -> None:
+        self._delegates = [*self._delegates, processor]  # a new list: hooks iterating the old one go on
 
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
@@ -109,16 +98,18 @@ class LoopguardSpanProcessor(SpanProcessor):
                 self._reserve(span)
         except Exception:
             self._log_error("numbering a span")
-        for start in self._starts:
+        for delegate in self._delegates:
             try:
-                start(span, parent_context=parent_context)
+                delegate.on_start(span, parent_context=parent_context)
             except Exception:  # the SDK would let it reach the application
                 self._log_error("starting a span in a wrapped processor")
 
     def _on_ending(self, span: Span) -> None:
-        for hook in self._endings:
+        for delegate in self._delegates:
             try:
-                hook(span)
+                hook = getattr(delegate, "_on_ending", None)  # the SDK's private pre-end hook
+                if hook is not None:
+                    hook(span)
             except Exception:
                 self._log_error("ending a span in a wrapped processor")
 
@@ -134,14 +125,16 @@ class LoopguardSpanProcessor(SpanProcessor):
                     pending.append(span)
                     if self._asleep or (self._gathering and len(pending) >= self._high_water):
                         self._wake.set()
+                    if self._stopped:  # shutdown began meanwhile: its worker may be gone
+                        self._reclaim(span)
                     return
                 self.passed_untagged += 1
                 span = self._tagger.untagged(span)  # still redacted when redaction is on
         except Exception:  # never into the application: the span goes on untagged
             self._log_error("checking a span")
-        for end in self._ends:  # inline rather than _hand_on: one Python call fewer per span
+        for delegate in self._delegates:  # inline rather than _hand_on: one Python call fewer per span
             try:
-                end(span)
+                delegate.on_end(span)
             except Exception:
                 self._log_error("handing a span on")
 
@@ -183,10 +176,19 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._urgent = True
         self._wake.set()
 
-    def _hand_on(self, span: ReadableSpan) -> None:
-        for end in self._ends:
+    def _reclaim(self, span: ReadableSpan) -> None:
+        """A span queued while shutting down: hand it on here unless the worker took it."""
+        with self._control:
             try:
-                end(span)
+                self._pending.remove(span)
+            except ValueError:
+                return  # the worker (or the shutdown's sweep) has it
+        self._hand_on(self._tagger.untagged(span))
+
+    def _hand_on(self, span: ReadableSpan) -> None:
+        for delegate in self._delegates:
+            try:
+                delegate.on_end(span)
             except Exception:
                 self._log_error("handing a span on")
 
@@ -210,10 +212,29 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     def _drain(self, timeout: float) -> bool:
         if not self._worker.is_alive():
+            self._sweep()
             return True
-        marker = _Flush()
-        self._enqueue(marker)
+        with self._control:
+            # Consecutive flushes with no span queued in between share one marker: flushes
+            # that time out while a wrapped processor hangs must not pile up in the queue.
+            last = self._pending[-1] if self._pending else None
+            marker = last if isinstance(last, _Flush) else _Flush()
+            if marker is not last:
+                self._enqueue(marker)
         return marker.done.wait(timeout)
+
+    def _sweep(self) -> None:
+        """Hand on, untagged, whatever no worker will take (a stopped or dead worker)."""
+        with self._control:
+            while True:
+                try:
+                    item = self._pending.popleft()
+                except IndexError:
+                    return
+                if isinstance(item, _Flush):
+                    item.done.set()
+                elif item is not _STOP:
+                    self._hand_on(self._tagger.untagged(item))
 
     def shutdown(self) -> None:
         if self._stopped:
@@ -222,5 +243,6 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._stopped = True
         self._enqueue(_STOP)
         self._worker.join(30.0)
+        self._sweep()  # spans that ended while stopping
         for delegate in self._delegates:
             delegate.shutdown()

@@ -215,6 +215,10 @@ class Tagger:
         found, state.budget_findings = state.budget_findings + state.run.observe(call), []
         return found
 
+    def at_fork_reinit(self) -> None:
+        """In a forked child: the parent's worker may have held the lock when it forked."""
+        self._lock = threading.Lock()
+
     def untagged(self, span: ReadableSpan) -> ReadableSpan:
         """A span passed on without tags (queue full, or tagging failed): still redacted."""
         if not self._config.redact or not any(k in (span.attributes or {}) for k in RAW_PAYLOAD_KEYS):
