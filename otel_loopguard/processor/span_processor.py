@@ -119,9 +119,9 @@ class LoopguardSpanProcessor(SpanProcessor):
                 plain = span._attributes._dict  # noqa: SLF001
             except AttributeError:
                 plain = attribute_dict(span)
-            if not plain.keys().isdisjoint(MARKER_KEYS) and not self._stopped:
+            if not plain.keys().isdisjoint(MARKER_KEYS):
                 pending = self._pending
-                if len(pending) < self._queue_size:  # several app threads may overshoot by one each
+                if not self._stopped and len(pending) < self._queue_size:  # threads may overshoot by one each
                     pending.append(span)
                     if self._asleep or (self._gathering and len(pending) >= self._high_water):
                         self._wake.set()
@@ -130,8 +130,9 @@ class LoopguardSpanProcessor(SpanProcessor):
                     return
                 self.passed_untagged += 1
                 span = self._tagger.untagged(span)  # still redacted when redaction is on
-        except Exception:  # never into the application: the span goes on untagged
+        except Exception:  # never into the application: the span goes on untagged (and redacted)
             self._log_error("checking a span")
+            span = self._untagged(span)
         for delegate in self._delegates:  # inline rather than _hand_on: one Python call fewer per span
             try:
                 delegate.on_end(span)
@@ -167,7 +168,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                     tagged = self._tagger.tag(item)
                 except Exception:
                     self._log_error("tagging a span")
-                    tagged = self._tagger.untagged(item)
+                    tagged = self._untagged(item)
                 self._hand_on(tagged)
 
     def _enqueue(self, item: object) -> None:
@@ -176,6 +177,15 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._urgent = True
         self._wake.set()
 
+    def _untagged(self, span: ReadableSpan) -> ReadableSpan:
+        """The span without tags, redacted when redaction is on; never raises (the worker
+        and the application's thread both call it from their error paths)."""
+        try:
+            return self._tagger.untagged(span)
+        except Exception:
+            self._log_error("redacting a span")
+            return span
+
     def _reclaim(self, span: ReadableSpan) -> None:
         """A span queued while shutting down: hand it on here unless the worker took it."""
         with self._control:
@@ -183,7 +193,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 self._pending.remove(span)
             except ValueError:
                 return  # the worker (or the shutdown's sweep) has it
-        self._hand_on(self._tagger.untagged(span))
+        self._hand_on(self._untagged(span))
 
     def _hand_on(self, span: ReadableSpan) -> None:
         for delegate in self._delegates:
@@ -234,7 +244,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 if isinstance(item, _Flush):
                     item.done.set()
                 elif item is not _STOP:
-                    self._hand_on(self._tagger.untagged(item))
+                    self._hand_on(self._untagged(item))
 
     def shutdown(self) -> None:
         if self._stopped:

@@ -215,3 +215,34 @@ def test_the_field_copy_of_a_tagged_span_equals_the_constructed_one(stack: Stack
     assert fast.__dict__.keys() == slow.__dict__.keys() == tagger_module._READABLE_FIELDS
     assert fast.to_json() == slow.to_json()
     assert dict(fast.attributes or {}) == dict(slow.attributes or {}) and fast.attributes is not original.attributes
+
+
+class Recording(SpanProcessor):
+    """A wrapped processor that keeps what it is handed, even after shutdown."""
+
+    def __init__(self) -> None:
+        self.ended: list[Any] = []
+
+    def on_end(self, span: Any) -> None:
+        self.ended.append(span)
+
+
+def test_spans_after_shutdown_or_a_failed_check_are_still_redacted(stacks: Callable[..., Stack]) -> None:
+    from otel_loopguard.processor.tagger import RAW_PAYLOAD_KEYS
+
+    stack = stacks(redact=True)
+    recording = Recording()
+    stack.tp.add_span_processor(recording)
+    processor = stack.handle.processor
+    processor.shutdown()
+    emit(stack.tracer, captured("genai_tool"))  # after shutdown: passed on, never tagged
+    # A check that fails on the application's thread: the span goes on untagged, still redacted.
+    processor._stopped, pending = False, processor._pending
+    processor._pending = None  # len(None) raises inside on_end's check
+    try:
+        emit(stack.tracer, captured("genai_tool"))
+    finally:
+        processor._stopped, processor._pending = True, pending
+    assert len(recording.ended) == 2
+    for span in recording.ended:
+        assert not RAW_PAYLOAD_KEYS & set(span.attributes or {})
