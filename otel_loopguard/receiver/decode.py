@@ -54,6 +54,8 @@ _KEYS = {
     ])),
     _FACTS: _RUN_KEYS,
 }
+# Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
+_ANY_KEYS = tuple(dict.fromkeys([*(k for k, _ in _MARKERS), conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE]))
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
@@ -157,6 +159,11 @@ def _why(span: Any) -> str:
 def _kind(attrs: Any) -> Optional[int]:
     """Tool, model or run facts, from C-level map lookups only; None for every other span.
     Same precedence as recognise(): any tool marker, then a tagged tool, then a model."""
+    for key in _ANY_KEYS:  # most spans carry none of them: settled in a few lookups
+        if key in attrs:
+            break
+    else:
+        return None
     found = None
     for key, kinds in _MARKERS:
         value = attrs.get(key)
@@ -167,7 +174,7 @@ def _kind(attrs: Any) -> Optional[int]:
             found = found or kind
     if conv.TOOL_NAME in attrs:
         return _TOOL
-    if found is None and any(key in attrs for key in _RUN_KEYS[1:]):
+    if found is None and (conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs):
         return _FACTS
     return found
 
