@@ -29,11 +29,12 @@ class CycleDetector:
         call = step.call
         sig = (call.action, call.result, call.ok)
         recent = self._recent
-        for p in self._matched:
+        matched = self._matched
+        for p in matched:
             if len(recent) >= p and recent[-p][0] == sig:
-                self._matched[p] += 1
-            else:
-                self._matched[p] = 0
+                matched[p] += 1
+            elif matched[p] or self._latches[p].warned:  # a fresh latch only when one may have fired
+                matched[p] = 0
                 self._latches[p] = Latch()
         recent.append((sig, call))
         period = self._shortest_repeating_period()

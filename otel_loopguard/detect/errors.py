@@ -37,7 +37,8 @@ class ErrorStreakDetector:
             return []  # unknown outcome: neither extends nor breaks the streak
         if call.ok:
             self._decision_ok = True
-            self._reset()
+            if self._count or self._calls:  # most calls succeed: nothing to clear, nothing built
+                self._reset()
             return []
         if self._decision_ok:
             return []  # a sibling succeeded: this decision is not a failed sweep

@@ -35,7 +35,7 @@ class PollBudgetDetector:
         return rule.poll is not None  # only tools with a poll rule are polls
     def __init__(self, policy: Policy):
         self._ratio = policy.budget.warn_ratio
-        self._episodes = BoundedMap[str, _Episode](MAX_EPISODES)
+        self._episodes: BoundedMap[str, _Episode] = BoundedMap(MAX_EPISODES)
 
     def observe(self, step: Step) -> list[Finding]:
         rule = step.rule.poll

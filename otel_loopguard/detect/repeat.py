@@ -40,8 +40,8 @@ class RepeatDetector:
         self._decision = 0
         self._current: dict[str, _Streak] = {}  # streaks touched in this decision
         self._previous: dict[str, _Streak] = {}  # ... and in the one before
-        self._windows = BoundedMap[str, deque[tuple[int, ToolCall]]](MAX_WINDOW_ACTIONS)
-        self._window_latches = BoundedMap[str, Latch](MAX_WINDOW_ACTIONS)
+        self._windows: BoundedMap[str, deque[tuple[int, ToolCall]]] = BoundedMap(MAX_WINDOW_ACTIONS)
+        self._window_latches: BoundedMap[str, Latch] = BoundedMap(MAX_WINDOW_ACTIONS)
 
     def observe(self, step: Step) -> list[Finding]:
         if step.decision != self._decision:

@@ -25,7 +25,7 @@ class DuplicateWriteDetector:
         return rule.side_effect  # only side-effecting tools write
 
     def __init__(self, policy: Policy):
-        self._seen = BoundedMap[str, ToolCall](MAX_WRITES)
+        self._seen: BoundedMap[str, ToolCall] = BoundedMap(MAX_WRITES)
 
     def preview(self, step: Step) -> Optional[tuple[str, str]]:
         call = step.call

@@ -61,7 +61,7 @@ class Guard:
     def __init__(self, fp: Fingerprinter, enforce: bool = True):
         self._fp = fp
         self._enforce = enforce
-        self._runs = BoundedMap[str, _RunState](MAX_RUNS)
+        self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
 
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:

@@ -156,7 +156,7 @@ class _Turns:
     seen long ago (ids reused across invocations) never joins an old turn."""
 
     def __init__(self) -> None:
-        self._runs = BoundedMap[str, _TurnCounter](MAX_RUNS)
+        self._runs: BoundedMap[str, _TurnCounter] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
 
     def turn(self, run_id: str, key: Optional[str]) -> Optional[int]:

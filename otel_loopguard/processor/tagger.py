@@ -103,10 +103,10 @@ class Tagger:
     def __init__(self, fp: Fingerprinter, config: ProcessorConfig):
         self._fp = fp
         self._config = config
-        self._runs = BoundedMap[str, _RunState](config.max_runs)
+        self._runs: BoundedMap[str, _RunState] = BoundedMap(config.max_runs)
         self._lock = threading.Lock()
         # span id -> span id of the innermost agent span around it (agent_scopes only)
-        self._scopes = BoundedMap[int, int](MAX_SCOPED_SPANS)
+        self._scopes: BoundedMap[int, int] = BoundedMap(MAX_SCOPED_SPANS)
 
     @property
     def key_id(self) -> str:

@@ -40,7 +40,7 @@ class ProgressTracker:
         self._policy = policy
         self._results = BoundedSet(MAX_SEEN_RESULTS)
         self._items = BoundedSet(MAX_SEEN_ITEMS)
-        self._best = BoundedMap[str, Evidence](MAX_TRACKED_ACTIONS)
+        self._best: BoundedMap[str, Evidence] = BoundedMap(MAX_TRACKED_ACTIONS)
 
     def judge(self, call: ToolCall) -> Judgement:
         novel = call.result is not None and self._results.add(call.result)

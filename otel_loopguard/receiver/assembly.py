@@ -46,9 +46,9 @@ class RunAssembler:
         self.runs: dict[str, RunBuffer] = {}
         self.buffered_calls = 0  # kept up to date as runs change, never recounted
         self._trace_runs: dict[bytes, set[str]] = {}
-        self._roots = BoundedMap[bytes, tuple[str, float]](MAX_ROOTS)  # trace -> (root span id, ended at)
-        self._completed = BoundedMap[str, float](config.late_cache_size)
-        self._children = BoundedMap[bytes, tuple[str, int, int]](MAX_PARENT_CHECKS)
+        self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
+        self._completed: BoundedMap[str, float] = BoundedMap(config.late_cache_size)
+        self._children: BoundedMap[bytes, tuple[str, int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
 
     # -- input -------------------------------------------------------------------

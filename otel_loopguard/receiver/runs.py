@@ -53,7 +53,7 @@ class RunBuffer:
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
         self.untagged: list[tuple[ToolCall, _Held]] = []
         self.untagged_models: list[ModelCall] = []
-        self.recent = BoundedMap[int, ToolCall](RECENT_CALLS)
+        self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
         self.findings: list[Finding] = []
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
