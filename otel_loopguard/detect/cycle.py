@@ -8,6 +8,7 @@ complete one more repetition, so the check per call is O(max_period).
 from __future__ import annotations
 
 from collections import deque
+from typing import Optional
 
 from ..calls import ToolCall
 from ..findings import Finding, finding
@@ -16,6 +17,8 @@ from .base import Latch, Step
 
 
 class CycleDetector:
+    kind = "cycle"
+
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
         periods = range(self._rule.min_period, self._rule.max_period + 1)
@@ -51,6 +54,34 @@ class CycleDetector:
             f"results (warn at {self._rule.warn_at}, stop at {self._rule.stop_at} repetitions)"
         )
         return [finding("cycle", level, calls, reason)]
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        """Before dispatch: the repetition this call would complete if it returns what the
+        call one period earlier returned, as that call did before it (its own result is not
+        known yet: the same assumption the repeat preview makes). Announces every stop;
+        the first warn, which needs one call of evidence less, comes from observe()."""
+        action, recent, rule = step.call.action, self._recent, self._rule
+        for p, matched in self._matched.items():  # shortest period first, as observe() picks
+            if len(recent) < p or recent[-p][0][0] != action:
+                continue
+            # The call one period back must itself have repeated its predecessor: an action
+            # whose own results keep changing is not announced as continuing the pattern.
+            if matched < p or not self._would_vary(p, action):
+                continue
+            reps = (matched + 1) // p + 1
+            level = "stop" if reps >= rule.stop_at else "warn" if reps >= rule.warn_at else None
+            if level is None:
+                return None
+            tools = " -> ".join(c.tool for _, c in list(recent)[-p + 1 :]) + f" -> {step.call.tool}"
+            return level, (
+                f"this call would complete the {p}-call pattern ({tools}) for the {reps}th time "
+                f"with the same results (warn at {rule.warn_at}, stop at {rule.stop_at} repetitions)"
+            )
+        return None
+
+    def _would_vary(self, p: int, action: str) -> bool:
+        block = list(self._recent)[-(p - 1) :]
+        return any(sig[0] != action for sig, _ in block)
 
     def _shortest_repeating_period(self) -> int | None:
         for p, matched in self._matched.items():

@@ -134,6 +134,14 @@ class Run:
             out.append(("stop", self.stopped.kind, f"the run was stopped earlier: {self.stopped.reason}"))
         return out
 
+    def denied(self, call: ToolCall, kind: str, reason: str) -> None:
+        """A guard refused `call` on a stop-level preview: the run is stopped from here on,
+        as if the call had run and crossed the threshold (it never runs, so observe() never
+        sees it; without this a pattern such as a cycle would resume at the next call)."""
+        if self.stopped is None:
+            f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
+            self.stopped = f.stamped(self.run_id, self.policy.version)
+
     def observe_model(self, model: ModelCall) -> list[Finding]:
         """Feed a model decision (turn count, token cost)."""
         return self._stamp(self._budget.observe_model(model, self.last_call))

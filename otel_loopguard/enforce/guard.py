@@ -71,8 +71,10 @@ class Guard:
                 RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), self._fp
             )
             verdicts = state.run.preview(proposed)
-        enforced = self._enforce and self._enforced(tool)
-        stop = next((v for v in verdicts if v[0] == "stop"), None)
+            enforced = self._enforce and self._enforced(tool)
+            stop = next((v for v in verdicts if v[0] == "stop"), None)
+            if stop is not None and enforced:
+                state.run.denied(proposed, stop[1], stop[2])
         if stop is not None:
             return Decision(DENY, stop[1], stop[2], DENIED.format(reason=stop[2]), enforced,
                             None if enforced else proposed, arguments)

@@ -97,3 +97,31 @@ def test_custom_period_range() -> None:
     pol = {"budget": NO_BUDGETS, "cycle": {"min_period": 3, "max_period": 3}}
     assert briefs(feed([A, B] * 4, pol), "cycle") == []
     assert briefs(feed([A, B, C] * 2, pol), "cycle") == [("cycle", "warn", 1, 6, 6)]
+
+
+def _preview_levels(steps: list, pol: dict = POL) -> list[tuple[str | None, str | None]]:
+    """(level the preview announced before each call, level observe emitted on it)."""
+    h = Harness(pol)
+    out = []
+    for tool, args, result in steps:
+        call = h.fingerprint(tool, args, result, seq=h.seq + 1)
+        before = [lvl for lvl, kind, _ in h.run.preview(call) if kind == "cycle"]
+        emitted = [f.severity for f in h.call(tool, args, result) if f.kind == "cycle"]
+        out.append((before[0] if before else None, emitted[0] if emitted else None))
+    return out
+
+
+def test_preview_announces_every_cycle_stop_before_its_call() -> None:
+    """The call that would complete the stopping repetition is announced as a stop; the
+    first warn needs that call's own result and comes from observe."""
+    for block in ([A, B], [A, B, C], [A, B, C, D]):
+        pairs = _preview_levels(block * 3)
+        assert pairs[-1] == ("stop", "stop")
+        assert [e for _, e in pairs].count("warn") == 1
+        assert all(a is None for a, _ in pairs[: 2 * len(block)])  # nothing before one full repetition
+        assert all(a == "warn" for a, _ in pairs[2 * len(block) : -1])  # then each call is nudged
+
+
+def test_preview_stays_silent_when_the_pattern_brings_new_results() -> None:
+    changing = [(A[0], A[1], f"contents {i}") if i % 2 == 0 else B for i in range(8)]
+    assert all(pair == (None, None) for pair in _preview_levels(changing))

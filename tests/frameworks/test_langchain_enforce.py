@@ -120,20 +120,23 @@ def test_ping_pong_is_stopped_as_a_cycle(lc: Stack) -> None:
     chat = model(script + ["Still in transit."])
     out = run_agent(chat, [lookup_order, get_shipping], [LoopGuardMiddleware(guard())])
 
-    assert len(invoked) == 6  # A B A B A B: three repetitions of the block stop the run
+    # A B A B A ran; the 6th call (B) would complete the block's third repetition with the
+    # same results: denied before it runs, and the run stays stopped.
+    assert invoked == [("lookup_order", "A12"), ("get_shipping", "A12")] * 2 + [("lookup_order", "A12")]
     assert out["messages"][-1].content == "Still in transit."
     results = chat.tool_messages()
     assert len(results) == 10
-    assert not any(DENIED in r.content for r in results[:6])
-    assert results[6].content.startswith(DENIED) and results[6].tool_call_id == "call_6_0"
-    assert all(r.status == "error" for r in results[6:])
+    assert not any(DENIED in r.content for r in results[:5])
+    assert results[5].content.startswith(DENIED) and results[5].tool_call_id == "call_5_0"
+    assert "pattern" in results[5].content  # the reason names the cycle
+    assert all(r.status == "error" for r in results[5:])
 
     spans = lc.spans()
-    assert len(lc.tool_spans(spans)) == 6
+    assert len(lc.tool_spans(spans)) == 5
     denies = _denied_calls_started_no_tool_span(lc, spans)
-    assert len(denies) == 4
+    assert len(denies) == 5
     assert denies[0][1].attributes["loopguard.finding.kind"] == "cycle"
-    assert denies[0][1].attributes["loopguard.tool.name"] == "lookup_order"  # the 7th call, an A
+    assert denies[0][1].attributes["loopguard.tool.name"] == "get_shipping"  # the 6th call, a B
 
 
 def _failing_setup(style: str, invoked: list) -> tuple[Any, list]:

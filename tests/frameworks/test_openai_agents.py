@@ -140,20 +140,20 @@ def test_exact_repeat_is_denied_at_the_fifth_call_and_the_run_goes_on(stack: Age
     assert [bool(guard_events(s, "warn")) for s in spans[:4]] == [False, False, True, True]
 
 
-def test_ping_pong_is_stopped_after_three_repetitions(stack: AgentsStack) -> None:
-    # lookup_order, get_customer, lookup_order, ... with the same results: the cycle detector
-    # stops the run when the 6th call completes the 3rd repetition; the 7th is the first denied.
+def test_ping_pong_is_stopped_before_its_third_repetition(stack: AgentsStack) -> None:
+    # lookup_order, get_customer, lookup_order, ... with the same results: the 6th call would
+    # complete the 3rd repetition, so it is the first one denied, before it runs.
     tools, guard = FakeTools(stack), _guard()
     script = [[A12] if i % 2 == 0 else [C7] for i in range(10)] + ["done"]
     result, model = run_agent(tools.all(), script, guard=guard)
 
-    assert (tools.calls("lookup_order"), tools.calls("get_customer")) == (3, 3)
+    assert (tools.calls("lookup_order"), tools.calls("get_customer")) == (3, 2)
     assert result.final_output == "done"
-    assert _denied(model.tool_outputs()) == [7, 8, 9, 10]  # the run stays stopped
+    assert _denied(model.tool_outputs()) == [6, 7, 8, 9, 10]  # the run stays stopped
     spans = stack.tool_spans()
     denies = [e for s in spans for e in guard_events(s, "deny")]
-    assert len(denies) == 4 and {d["loopguard.finding.kind"] for d in denies} == {"cycle"}
-    assert guard_events(spans[6], "deny")  # on the 7th call's span
+    assert len(denies) == 5 and {d["loopguard.finding.kind"] for d in denies} == {"cycle"}
+    assert guard_events(spans[5], "deny") and not guard_events(spans[4], "deny")  # on the 6th call's span
 
 
 def test_error_streak_is_stopped_after_four_failed_turns(stack: AgentsStack) -> None:

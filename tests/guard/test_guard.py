@@ -219,3 +219,53 @@ def test_the_guard_factory_can_be_called_again_after_the_adapters_are_imported()
 
     first, second = otel_loopguard.guard(key=KEY), otel_loopguard.guard(key=KEY)
     assert type(first).__name__ == type(second).__name__ == "ToolGuard"
+
+
+def _ping_pong(guard: ToolGuard, invoked: list, progress: bool = False) -> tuple[Any, Any]:
+    count = iter(range(100))
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append("lookup")
+        return {"status": "in transit", "checked": next(count) if progress else 0}
+
+    @guard.tool
+    def get_shipping(order_id: str) -> dict:
+        invoked.append("shipping")
+        return {"carrier": "DHL"}
+
+    return lookup_order, get_shipping
+
+
+def test_a_ping_pong_is_denied_before_it_completes_its_third_repetition() -> None:
+    guard, invoked = _guard(), []
+    lookup, shipping = _ping_pong(guard, invoked)
+    results = [(lookup if i % 2 == 0 else shipping)("A12") for i in range(8)]
+    assert invoked == ["lookup", "shipping", "lookup", "shipping", "lookup"]  # the 6th never ran
+    assert all(isinstance(r, str) and r.startswith("Not executed: loop guard") for r in results[5:])
+    assert "pattern" in results[5]  # the cycle's reason
+    assert "stopped earlier" in results[6]  # and the run stays stopped, whatever comes next
+
+
+def test_negative_control_a_ping_pong_that_makes_progress_runs_on() -> None:
+    guard, invoked = _guard(), []
+    lookup, shipping = _ping_pong(guard, invoked, progress=True)
+    results = [(lookup if i % 2 == 0 else shipping)("A12") for i in range(8)]
+    assert len(invoked) == 8
+    assert not any(isinstance(r, str) and r.startswith("Not executed") for r in results)
+
+
+def test_a_stop_denial_stops_the_run_for_every_tool() -> None:
+    """As in observe mode, where the stop finding stops the run: the denied call never runs,
+    so the denial itself must say so, or a different next call would slip through."""
+    guard, invoked = _guard(), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered"}
+
+    for _ in range(5):
+        lookup_order("A12")
+    assert lookup_order("B7").startswith("Not executed: loop guard")
+    assert invoked == ["A12"] * 4
