@@ -151,7 +151,7 @@ def from_sources(
         if endpoint is not None:
             values["forward"], secure = endpoint
             values.setdefault("insecure", not secure)
-            values.update(_exporter_env(env, values, secure))
+            values.update(_exporter_env(env, values, secure=not values["insecure"]))
     return replace(ReceiverConfig(), **values).validate()
 
 

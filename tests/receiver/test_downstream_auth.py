@@ -296,3 +296,11 @@ def test_unreadable_or_non_pem_files_fail_at_start_naming_the_setting(tmp_path: 
     with pytest.raises(ConfigError) as err:
         channel_credentials(ReceiverConfig(forward="h:1", client_certificate_file=str(key), client_key_file=str(key)))
     assert "not a PEM file" in str(err.value) and "PRIVATE MATERIAL" not in str(err.value)
+
+
+def test_an_explicitly_secure_downstream_takes_the_standard_certificate() -> None:
+    """insecure: false over an http:// endpoint means TLS: the certificate variable then counts."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem",
+           "OTEL_LOOPGUARD_INSECURE": "false"}
+    config = from_sources({"findings_only": True}, env=env)
+    assert config.tls and config.certificate_file == "/ca.pem"
