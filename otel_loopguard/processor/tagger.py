@@ -211,15 +211,8 @@ class Tagger:
 
     @staticmethod
     def _observe(state: _RunState, call: ToolCall) -> list[Finding]:
-        # A run already stopped: enforce mode would deny this call too ("stopped earlier"),
-        # so observe-only marks it as well; the would_block count is then the denial count.
-        stopped = state.run.stopped
         # Budget findings from model spans surface on the next tool call's span.
         found, state.budget_findings = state.budget_findings + state.run.observe(call), []
-        if stopped is not None:
-            reason = f"the run was stopped earlier: {stopped.reason}"
-            found.insert(0, Finding(stopped.kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool,
-                                    call.action, stopped.run_id, stopped.policy_version))
         return found
 
     def at_fork_reinit(self) -> None:
