@@ -74,7 +74,7 @@ class CycleDetector:
                 return None
             tools = " -> ".join(c.tool for _, c in list(recent)[-p + 1 :]) + f" -> {step.call.tool}"
             return level, (
-                f"this call would complete the {p}-call pattern ({tools}) for the {reps}th time "
+                f"this call would complete {reps} repetitions of the {p}-call pattern ({tools}) "
                 f"with the same results (warn at {rule.warn_at}, stop at {rule.stop_at} repetitions)"
             )
         return None

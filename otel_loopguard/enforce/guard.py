@@ -32,6 +32,11 @@ DENIED = (
     "Not executed: loop guard ({reason}). The call was not run. Do not repeat it; use what you "
     "already know, try a different approach, or explain what is blocking you."
 )
+# Once a run is stopped every later call is denied: say so, rather than invite other attempts.
+STOPPED = (
+    "Not executed: loop guard ({reason}). This run was stopped and no further tool calls will "
+    "run. Do not call tools again; answer with what you already have and say what is missing."
+)
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,15 @@ class Guard:
             proposed = fingerprint_call(
                 RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), self._fp
             )
+            already_stopped = state.run.stopped is not None
             verdicts = state.run.preview(proposed)
             enforced = self._enforce and self._enforced(tool)
             stop = next((v for v in verdicts if v[0] == "stop"), None)
             if stop is not None and enforced:
                 state.run.denied(proposed, stop[1], stop[2])
         if stop is not None:
-            return Decision(DENY, stop[1], stop[2], DENIED.format(reason=stop[2]), enforced,
-                            None if enforced else proposed, arguments)
+            text = (STOPPED if already_stopped else DENIED).format(reason=stop[2])
+            return Decision(DENY, stop[1], stop[2], text, enforced, None if enforced else proposed, arguments)
         warn = next((v for v in verdicts if v[0] == "warn"), None)
         if warn is not None:
             return Decision(WARN, warn[1], warn[2], NUDGE.format(reason=warn[2]), enforced, proposed, arguments)

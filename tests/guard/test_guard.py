@@ -243,8 +243,9 @@ def test_a_ping_pong_is_denied_before_it_completes_its_third_repetition() -> Non
     results = [(lookup if i % 2 == 0 else shipping)("A12") for i in range(8)]
     assert invoked == ["lookup", "shipping", "lookup", "shipping", "lookup"]  # the 6th never ran
     assert all(isinstance(r, str) and r.startswith("Not executed: loop guard") for r in results[5:])
-    assert "pattern" in results[5]  # the cycle's reason
+    assert "pattern" in results[5] and "try a different approach" in results[5]  # the cycle's reason
     assert "stopped earlier" in results[6]  # and the run stays stopped, whatever comes next
+    assert "no further tool calls will run" in results[6]  # ... and the model is told to wrap up
 
 
 def test_negative_control_a_ping_pong_that_makes_progress_runs_on() -> None:
