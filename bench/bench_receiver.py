@@ -44,11 +44,11 @@ except ImportError:
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from otel_loopguard.fingerprint import Fingerprinter, load_key
-from otel_loopguard.otlp.values import attributes
+from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
@@ -62,11 +62,7 @@ SPANS_PER_REQUEST = 512
 
 # -- a realistic mix -------------------------------------------------------------------
 def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+    return KeyValue(key=key, value=to_any_value(value))
 
 
 def _span(trace: bytes, sid: int, parent: int, name: str, t: int, attrs: dict[str, Any]) -> Span:
@@ -145,18 +141,6 @@ RECORDED = (
 _STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
 
 
-def _value(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, list):
-        return AnyValue(array_value={"values": [_value(v) for v in value]})
-    return AnyValue(string_value=str(value))
-
-
 def _recorded_span(s: dict[str, Any], copy: int, base: int) -> Span:
     def sid(hex_id: str) -> bytes:  # a fresh, stable id per copy
         return (int(hex_id, 16) ^ (copy * 0x9E3779B97F4A7C15 & (2**64 - 1))).to_bytes(8, "big") if hex_id else b""
@@ -166,9 +150,9 @@ def _recorded_span(s: dict[str, Any], copy: int, base: int) -> Span:
         trace_id=trace, span_id=sid(s["span_id"]), parent_span_id=sid(s.get("parent_span_id") or ""),
         name=s["name"], kind=getattr(Span, f"SPAN_KIND_{s['kind']}"),
         start_time_unix_nano=base + int(s["start_ms"] * 1e6), end_time_unix_nano=base + int(s["end_ms"] * 1e6),
-        attributes=[KeyValue(key=k, value=_value(v)) for k, v in s["attributes"].items()],
+        attributes=to_key_values(s["attributes"]),
         events=[Span.Event(name=e["name"], time_unix_nano=base,
-                           attributes=[KeyValue(key=k, value=_value(v)) for k, v in e.get("attributes", {}).items()])
+                           attributes=to_key_values(e.get("attributes", {})))
                 for e in s.get("events", [])],
         status={"code": _STATUS[s["status"]["code"]], "message": s["status"].get("description") or ""},
     )

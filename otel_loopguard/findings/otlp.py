@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from .. import __version__
 from ..calls import ToolCall
 from ..otlp import wire
+from ..otlp.values import to_key_values
 from .model import Finding
 
 FINDING_SPAN = "loopguard.finding"
@@ -120,7 +121,7 @@ def run_span(run_id: str, where: Placement, score: Mapping[str, Any], extra: Map
 
 
 def export_request(spans: Sequence[Span], service_name: str = "otel-loopguard") -> ExportTraceServiceRequest:
-    resource = Resource(attributes=_attributes({"service.name": service_name}))
+    resource = Resource(attributes=to_key_values({"service.name": service_name}))
     scope_spans = ScopeSpans(scope=SCOPE, spans=list(spans))
     return ExportTraceServiceRequest(resource_spans=[ResourceSpans(resource=resource, scope_spans=[scope_spans])])
 
@@ -130,19 +131,3 @@ def _new_span_id() -> bytes:
         sid = os.urandom(8)
         if sid != b"\x00" * 8:
             return sid
-
-
-def _attributes(values: Mapping[str, Any]) -> list[KeyValue]:
-    return [KeyValue(key=k, value=_any(v)) for k, v in values.items()]
-
-
-def _any(v: Any) -> AnyValue:
-    if isinstance(v, bool):
-        return AnyValue(bool_value=v)
-    if isinstance(v, int):
-        return AnyValue(int_value=v)
-    if isinstance(v, float):
-        return AnyValue(double_value=v)
-    if isinstance(v, (list, tuple)):
-        return AnyValue(array_value=ArrayValue(values=[_any(x) for x in v]))
-    return AnyValue(string_value=str(v))

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from otel_loopguard.conventions import ModelSpan, ToolSpan, recognise
 from otel_loopguard.otlp.spans import run_id_of, span_call
 from otel_loopguard.otlp.wire import _field
-from otel_loopguard.otlp.values import attributes
+from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.receiver.decode import decode
 
 CAPTURES = Path(__file__).resolve().parents[2] / "research" / "conventions" / "captures"
@@ -28,24 +28,12 @@ FILES = sorted(p.stem for p in CAPTURES.glob("*.json"))
 _STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
 
 
-def _value(v: Any) -> AnyValue:
-    if isinstance(v, bool):
-        return AnyValue(bool_value=v)
-    if isinstance(v, int):
-        return AnyValue(int_value=v)
-    if isinstance(v, float):
-        return AnyValue(double_value=v)
-    if isinstance(v, list):
-        return AnyValue(array_value={"values": [_value(x) for x in v]})
-    return AnyValue(string_value=str(v))
-
-
 def _span(s: dict[str, Any]) -> Span:
     return Span(
         trace_id=bytes.fromhex(s["trace_id"]), span_id=bytes.fromhex(s["span_id"]),
         parent_span_id=bytes.fromhex(s.get("parent_span_id") or ""), name=s["name"],
         start_time_unix_nano=1 + int(s["start_ms"] * 1e6), end_time_unix_nano=1 + int(s["end_ms"] * 1e6),
-        attributes=[KeyValue(key=k, value=_value(v)) for k, v in s["attributes"].items()],
+        attributes=to_key_values(s["attributes"]),
         status=Status(code=_STATUS[s["status"]["code"]]),
     )
 
@@ -85,7 +73,7 @@ def test_reduced_decode_matches_the_full_parse_on_real_spans(name: str) -> None:
 
 
 def _kv(key: str, value: Any) -> KeyValue:
-    return KeyValue(key=key, value=_value(value))
+    return KeyValue(key=key, value=to_any_value(value))
 
 
 def _one(attrs: dict[str, Any], status: int = 0) -> Any:

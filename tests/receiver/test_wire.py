@@ -6,22 +6,10 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_loopguard.otlp import wire
-
-
-def _any(v: Any) -> AnyValue:
-    if isinstance(v, bool):
-        return AnyValue(bool_value=v)
-    if isinstance(v, int):
-        return AnyValue(int_value=v)
-    if isinstance(v, float):
-        return AnyValue(double_value=v)
-    if isinstance(v, list):
-        return AnyValue(array_value=ArrayValue(values=[_any(x) for x in v]))
-    return AnyValue(string_value=v)
+from otel_loopguard.otlp.values import to_key_values
 
 
 scalars = st.one_of(
@@ -35,7 +23,7 @@ values = st.one_of(scalars, st.lists(scalars, max_size=5))
 def test_attributes_match_protobuf_objects(attrs: dict[str, Any]) -> None:
     ours = Span()
     ours.MergeFromString(wire.attributes(attrs, wire.SPAN_ATTRIBUTE))
-    theirs = Span(attributes=[KeyValue(key=k, value=_any(v)) for k, v in attrs.items()])
+    theirs = Span(attributes=to_key_values(attrs))
     assert ours == theirs
 
 
@@ -46,7 +34,7 @@ def test_events_and_links_match_protobuf_objects(name: str, t: int, attrs: dict[
     ours = Span()
     ours.MergeFromString(wire.event(name, t, attrs) + wire.link(trace, sid))
     theirs = Span()
-    theirs.events.add(name=name, time_unix_nano=t, attributes=[KeyValue(key=k, value=_any(v)) for k, v in attrs.items()])
+    theirs.events.add(name=name, time_unix_nano=t, attributes=to_key_values(attrs))
     theirs.links.add(trace_id=trace, span_id=sid)
     assert ours == theirs
 
