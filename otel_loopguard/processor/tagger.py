@@ -37,6 +37,8 @@ MARKERS = tuple(dict.fromkeys([c.marker for c in TOOL_CONVENTIONS] + [c.marker f
 RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments, *c.result)) | {"output.value", "input.value"}
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
+# Limits whose stop fires on the call that reaches them (enforce mode denies the next call).
+_AT_NEXT_CALL = frozenset({"tool_cap", "budget"})
 MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
 MAX_SCOPED_SPANS = 100_000  # open spans whose agent scope is remembered (agent_scopes only)
 # Spans that start an agent's scope, by convention (marker attribute -> values).
@@ -211,9 +213,13 @@ class Tagger:
 
     @staticmethod
     def _observe(state: _RunState, call: ToolCall) -> list[Finding]:
-        # Budget findings from model spans surface on the next tool call's span.
-        found, state.budget_findings = state.budget_findings + state.run.observe(call), []
-        return found
+        # Budget findings from model spans surface on the next tool call's span. So do the
+        # stops of caps and budgets: they fire on the call that reaches the limit, which
+        # enforce mode lets run, denying the next one; would_block marks that next call.
+        pending = state.budget_findings
+        new = state.run.observe(call)
+        state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
+        return pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
 
     def at_fork_reinit(self) -> None:
         """In a forked child: the parent's worker may have held the lock when it forked."""

@@ -169,3 +169,39 @@ def test_a_long_conversation_still_numbers_turns_and_flags_a_loop(stacks: Callab
     turns = [tags(s)["loopguard.turn"] for s in calls]
     assert len(set(turns)) == 5, f"each call has its own decision, got turns {turns}"
     assert [d["loopguard.decision"] for d in decisions(calls[4], "repeat")] == ["would_block"]
+
+
+def _cap_policy(tmp_path: Path) -> str:
+    path = tmp_path / "cap.yaml"
+    path.write_text("version: cap-test-1\ntools:\n  lookup_order:\n    max_calls: 2\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("calls, blocked", [(3, [False, False, True]), (2, [False, False])])
+def test_a_cap_would_block_the_call_past_it_as_enforce_mode_does(
+    stacks: Callable[..., Stack], tmp_path: Path, calls: int, blocked: list[bool]
+) -> None:
+    """The cap's stop fires on the call that reaches it; enforce mode runs that call and denies
+    the next. So would_block marks the next call, and a run that stops at the cap has none."""
+    stack = stacks(policy=_cap_policy(tmp_path))
+    with stack.tracer.start_as_current_span("agent"):
+        for n in range(calls):
+            emit(stack.tracer, {"name": "execute_tool lookup_order", "status": "OK"},
+                 attributes=_genai_call({"n": n}, args=json.dumps({"order_id": f"A-{n}"})))
+    marks = [[e for e in decisions(s) if e["loopguard.decision"] == "would_block"] for s in stack.tool_spans()]
+    assert [bool(m) for m in marks] == blocked
+    if calls == 3:
+        assert marks[2][0]["loopguard.finding.kind"] == "tool_cap"
+
+
+def test_the_guard_denies_the_same_call_observe_only_marks(tmp_path: Path) -> None:
+    from otel_loopguard.enforce import make_guard
+
+    guard = make_guard(key=b"decisions-test-key-0123", policy=_cap_policy(tmp_path))
+    verdicts = []
+    for n in range(3):
+        decision = guard.check("lookup_order", {"order_id": f"A-{n}"}, run_id="r")
+        verdicts.append(decision.action)
+        if decision.action != "deny":
+            guard.record(decision, {"n": n}, True, run_id="r")
+    assert verdicts == ["allow", "allow", "deny"]
