@@ -26,18 +26,8 @@ from .lc_helpers import (  # noqa: E402,F401 - fixtures are used by name
     repeat,
     run_agent,
 )
+from processor.helpers import CONTRACT_TAGS  # noqa: E402 - the contract's names, written out once
 
-CONTRACT_TAGS = (
-    "loopguard.tool.name",
-    "loopguard.args.digest",
-    "loopguard.result.digest",
-    "loopguard.seq",
-    "loopguard.run.id",
-    "loopguard.turn",
-    "loopguard.outcome",
-    "loopguard.key.id",
-    "loopguard.mode",
-)
 # Where each instrumentation puts the raw arguments and result of a tool call.
 RAW_ARGUMENTS = {"openinference": "input.value", "openllmetry": "gen_ai.tool.call.arguments"}
 RAW_RESULT = {"openinference": "output.value", "openllmetry": "gen_ai.tool.call.result"}
