@@ -48,12 +48,19 @@ def _provider(guarded: bool) -> TracerProvider:
     return tp
 
 
+# "tool": 50 distinct arguments in turn and one result, as a run that keeps coming back to
+# the same calls; "tool, all distinct": every call's arguments and result differ (no
+# payload repeats, so the fingerprint memo never helps).
 ARGS = [json.dumps({"order_id": f"A{i % 50}", "include_items": True, "limit": 10}) for i in range(1000)]
 RESULT = json.dumps({"status": "delivered", "version": 7})
+DISTINCT_ARGS = [json.dumps({"order_id": f"A{i}", "include_items": True, "limit": 10}) for i in range(100_000)]
+DISTINCT_RESULTS = [json.dumps({"status": "delivered", "version": i}) for i in range(100_000)]
 
 
-def _tool_spans(tp: TracerProvider, n: int) -> float:
+def _tool_spans(tp: TracerProvider, n: int, distinct: bool = False) -> float:
     tracer = tp.get_tracer("bench")
+    args = DISTINCT_ARGS if distinct else ARGS
+    results = DISTINCT_RESULTS if distinct else [RESULT]
     app = 0.0
     with tracer.start_as_current_span("agent"):
         for i in range(n):
@@ -61,8 +68,8 @@ def _tool_spans(tp: TracerProvider, n: int) -> float:
             span = tracer.start_span("execute_tool lookup_order")
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.name", "lookup_order")
-            span.set_attribute("gen_ai.tool.call.arguments", ARGS[i % 1000])
-            span.set_attribute("gen_ai.tool.call.result", RESULT)
+            span.set_attribute("gen_ai.tool.call.arguments", args[i % len(args)])
+            span.set_attribute("gen_ai.tool.call.result", results[i % len(results)])
             span.end()
             app += time.perf_counter() - t0
     return app
@@ -81,11 +88,18 @@ def _plain_spans(tp: TracerProvider, n: int) -> float:
     return app
 
 
+KINDS = ("tool", "distinct", "plain")
+LABELS = {"tool": "tool span", "distinct": "tool span, all distinct", "plain": "plain span"}
+
+
 def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
     tp = _provider(guarded)
     gc.collect()
     cpu0 = time.process_time()
-    app = (_tool_spans if kind == "tool" else _plain_spans)(tp, n)
+    if kind == "plain":
+        app = _plain_spans(tp, n)
+    else:
+        app = _tool_spans(tp, n, distinct=kind == "distinct")
     tp.force_flush()
     cpu = time.process_time() - cpu0
     tp.shutdown()
@@ -109,7 +123,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     result: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
-    for kind in ("tool", "plain"):
+    for kind in KINDS:
         base, ours = best_pair(kind, args.spans, args.repeats)
         result[kind] = {
             "baseline_app_us": round(base["app_us"], 2),
@@ -125,9 +139,9 @@ def main() -> None:
         return
     print(f"python {result['python']}, {result['cpus']} cpus, {args.spans} spans per measurement, "
           f"best of {args.repeats}, baseline and guarded interleaved")
-    for kind in ("tool", "plain"):
+    for kind in KINDS:
         r = result[kind]
-        print(f"{kind:5} span: app thread {r['baseline_app_us']:.2f} -> {r['guarded_app_us']:.2f} us "
+        print(f"{LABELS[kind]:24}: app thread {r['baseline_app_us']:.2f} -> {r['guarded_app_us']:.2f} us "
               f"({r['added_app_us']:+.2f} us, {r['app_ratio']}x); total CPU {r['baseline_cpu_us']:.2f} -> "
               f"{r['guarded_cpu_us']:.2f} us ({r['added_cpu_us']:+.2f} us)")
 

@@ -29,6 +29,8 @@ def _parsed(value: Any, needle: str) -> Optional[dict[str, Any]]:
 
 
 def unwrap_arguments(value: Any) -> Any:
+    if type(value) is str and '"input_str"' not in value:
+        return value  # the common case, settled without a call
     obj = _parsed(value, '"input_str"')
     if obj is not None and "input_str" in obj and "inputs" in obj:
         return obj["inputs"]
@@ -40,6 +42,8 @@ NUDGE_MARK = "\n\n[loop guard] "  # what the guard appends to a text result on w
 
 def unwrap_result(value: Any) -> tuple[Any, bool]:
     """(the outcome-bearing part of a result, whether it reports an error)."""
+    if type(value) is str and '"tool_call_id"' not in value and NUDGE_MARK not in value:
+        return value, False  # the common case, settled without a call
     if isinstance(value, str) and NUDGE_MARK in value:
         value = value.split(NUDGE_MARK, 1)[0]  # the guard's nudge is not part of the result
     obj = _parsed(value, '"tool_call_id"')

@@ -10,15 +10,18 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
+from ..calls import quick_init
 from .attributes import OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
+from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
 _TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
-from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
 
-@dataclass(frozen=True)
+
+@quick_init  # built once per tool span on both hot paths (calls.quick_init)
+@dataclass(frozen=True, slots=True)
 class ToolSpan:
     convention: str
     tool: str
@@ -28,7 +31,8 @@ class ToolSpan:
     error: bool
 
 
-@dataclass(frozen=True)
+@quick_init
+@dataclass(frozen=True, slots=True)
 class ModelSpan:
     convention: str
     model: Optional[str]
@@ -59,8 +63,9 @@ def _marked(attributes: Mapping[str, Any], marker: str, values: frozenset[str]) 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
-        if key in attributes:
-            return attributes[key]
+        value = attributes.get(key)
+        if value is not None or key in attributes:
+            return value
     return None
 
 
@@ -68,13 +73,14 @@ def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: boo
     tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, _TOOL_NAME_FALLBACKS)
     call_id = _first(attributes, conv.call_id)
     result, result_error = unwrap_result(_first(attributes, conv.result))
+    # Positional: built once per tool span on both hot paths.
     return ToolSpan(
-        convention=conv.name,
-        tool=str(tool) if tool is not None else "unknown",
-        call_id=str(call_id) if call_id is not None else None,
-        arguments=unwrap_arguments(_first(attributes, conv.arguments)),
-        result=result,
-        error=_is_error(attributes, status_error) or result_error,
+        conv.name,
+        tool if type(tool) is str else str(tool) if tool is not None else "unknown",
+        call_id if call_id is None or type(call_id) is str else str(call_id),
+        unwrap_arguments(_first(attributes, conv.arguments)),
+        result,
+        _is_error(attributes, status_error) or result_error,
     )
 
 

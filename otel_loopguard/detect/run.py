@@ -147,6 +147,8 @@ class Run:
         return self._stamp(self._budget.observe_model(model, self.last_call))
 
     def _stamp(self, found: list[Finding]) -> list[Finding]:
+        if not found:
+            return found  # most calls
         stamped = [f.stamped(self.run_id, self.policy.version) for f in found]
         if self.stopped is None:
             self.stopped = next((f for f in stamped if f.severity == STOP and f.kind not in _NOT_STOPPING), None)

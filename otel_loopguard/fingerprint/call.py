@@ -65,12 +65,17 @@ def _fingerprint(
     args_value = None
     flags: frozenset[str] = NO_FLAGS
     action = args_digest
-    if action is None or rule.progress or rule.side_effect:
+    if rule.progress or rule.side_effect:  # the parsed value is needed: evidence, write key
         digest, flags, args_value = fp.action_parts(tool, rule, arguments, identity)
         action = action or digest
+    elif action is None:
+        action, flags = fp.action_digest(tool, rule, arguments, identity)
     result_value = None
     if finished and (result_digest is None or rule.progress):
-        digest, result_flags, result_value = fp.result_parts(tool, rule, result)
+        if rule.progress:
+            digest, result_flags, result_value = fp.result_parts(tool, rule, result)
+        else:
+            digest, result_flags = fp.result_digest(tool, rule, result)
         result_digest = result_digest or digest
         if result_flags:
             flags = flags | {f"result:{f}" for f in result_flags}

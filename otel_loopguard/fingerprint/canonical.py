@@ -164,6 +164,16 @@ def _c_encoder() -> Optional[Callable[[Any], str]]:
 
 _encode: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
 
+try:  # a C JSON library, several times faster on small objects: see _native
+    import orjson
+
+    _orjson_loads: Optional[Callable[[str], Any]] = orjson.loads
+    _orjson_dumps = orjson.dumps
+    _ORJSON_SORT = orjson.OPT_SORT_KEYS
+except ImportError:  # a platform without its wheels: the standard library alone
+    _orjson_loads = None
+_FLOAT_OUT = re.compile(rb"[0-9][.eE]")
+
 
 def _loads(text: str, flags: set[str]) -> Any:
     _parsing.flags = flags
@@ -228,6 +238,9 @@ def parse_and_serialise(
                 if key in value:
                     break
             else:
+                fast = _native(value)
+                if fast is not None:
+                    return fast[0], "json", fast[1], NO_FLAGS
                 flags: set[str] = set()
                 _parsing.flags = flags
                 try:
@@ -244,6 +257,34 @@ def parse_and_serialise(
     parsed_ = parse(value, max_bytes=max_bytes)
     canon = serialise(parsed_, drop_keys=drop_keys, max_depth=max_depth)
     return parsed_.value, canon.form, canon.text, canon.flags
+
+
+def _native(text: str) -> Optional[tuple[Any, str]]:
+    """(value, canonical text) through orjson, or None when its answer could differ from
+    the standard library's, which defines the canonical form.
+
+    orjson refuses what would need a flag (NaN, 1e999, lone surrogates, deep nesting)
+    and writes strings, ints and key order as the stdlib does. It differs on floats (it
+    writes 1e-05 as 0.00001, and reads integers beyond 64 bits as floats) and it keeps
+    duplicate keys silently, so those inputs go back to the stdlib path:
+    - floats: any float orjson writes has a digit before "." or "e";
+    - duplicate keys: every key in the text ends before a ":", and a ":" inside a string
+      is copied to the output unchanged, so without escapes (a \\u003a would be a ":"
+      in the output only) the text and the output hold equally many ":" exactly when
+      no key was dropped.
+    """
+    if _orjson_loads is None or text[-1:] not in ("}", "]") or "\\u" in text:
+        return None  # trailing whitespace, too, is left to the stdlib path
+    try:
+        value = _orjson_loads(text)
+        out = _orjson_dumps(value, option=_ORJSON_SORT)
+    except (ValueError, TypeError, RecursionError):  # orjson's errors subclass ValueError / TypeError
+        return None
+    if text.count(":") != out.count(b":"):
+        return None
+    if (out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0) and _FLOAT_OUT.search(out):
+        return None
+    return value, out.decode("utf-8")
 
 
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:

@@ -30,12 +30,24 @@ def _quoted(tool: str) -> str:
     return json.dumps(tool, ensure_ascii=False)
 
 
+# Digests of recent small payloads, per Fingerprinter: a looping agent sends the same
+# arguments (and often gets the same result) again and again, and in enforce mode the
+# guard digests each call's arguments before dispatch, then the processor again at its
+# span's end. Memory stays bounded: at most MEMO_ENTRIES keys of MEMO_MAX_CHARS each.
+MEMO_ENTRIES = 2048
+MEMO_MAX_CHARS = 512
+
+
 class Fingerprinter:
-    """Computes digests with one key under one policy. Stateless per call."""
+    """Computes digests with one key under one policy. The same input always gives the
+    same digest; the only state is a bounded memo of recent ones (thread-safe: whole-dict
+    reads and writes, and a full memo is replaced, never edited in place)."""
 
     def __init__(self, key: DigestKey, policy: Policy):
         self.key = key
         self.policy = policy
+        self._actions: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+        self._results: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
 
     @property
     def key_id(self) -> str:
@@ -66,6 +78,38 @@ class Fingerprinter:
             return self._digest("action", tool, canon.form, canon.text, ident), canon.flags, parsed.value
         value, form, text, flags = parse_and_serialise(arguments, _NO_KEYS, policy.max_bytes, policy.max_depth)
         return self._digest("action", tool, form, text, ident), flags, value
+
+    def action_digest(
+        self, tool: str, rule: ToolRule, arguments: Any, identity: Optional[Mapping[str, Any]] = None
+    ) -> tuple[str, frozenset[str]]:
+        """(digest, flags) of an action, as `action_parts`, for callers that need no value."""
+        if type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and not identity:
+            key = (tool, arguments)
+            memo = self._actions
+            known = memo.get(key)
+            if known is None:
+                known = self.action_parts(tool, rule, arguments)[:2]
+                if len(memo) >= MEMO_ENTRIES:
+                    memo = self._actions = {}  # full: start over (a new dict, see the class)
+                memo[key] = known
+            return known
+        digest, flags, _ = self.action_parts(tool, rule, arguments, identity)
+        return digest, flags
+
+    def result_digest(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str]]:
+        """(digest, flags) of a result, as `result_parts`, for callers that need no value."""
+        if type(result) is str and len(result) <= MEMO_MAX_CHARS:
+            key = (tool, result)  # the tool decides which volatile fields are dropped
+            memo = self._results
+            known = memo.get(key)
+            if known is None:
+                known = self.result_parts(tool, rule, result)[:2]
+                if len(memo) >= MEMO_ENTRIES:
+                    memo = self._results = {}
+                memo[key] = known
+            return known
+        digest, flags, _ = self.result_parts(tool, rule, result)
+        return digest, flags
 
     def result_parts(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Any]:
         """(digest, flags, parsed value) of a result."""
@@ -116,3 +160,4 @@ class Fingerprinter:
         # fixed word (no raw NUL), and the free-form canonical text comes last.
         message = "\x00".join(("loopguard.v1", domain, _quoted(tool), identity, form, text))
         return self.key.digest(message.encode("utf-8", errors="surrogatepass"))
+

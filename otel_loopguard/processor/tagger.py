@@ -128,7 +128,8 @@ class Tagger:
             return self._model(span, attrs, found)
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
-        run_id = self._run_id(span, attrs)
+        trace_hex = format(span.context.trace_id, "032x")
+        run_id = self._run_id(span, attrs, trace_hex)
         if attrs.get(conv.DISPATCHED) is False:
             return self._denied(span, attrs, found, run_id)
         with self._lock:
@@ -137,7 +138,7 @@ class Tagger:
             # The detectors need calls in the order they observe them (end order); the
             # exported sequence may be the dispatch order taken at start.
             state.observed += 1
-            call = self._fingerprint(span, found, state, state.observed)
+            call = self._fingerprint(span, found, state, state.observed, trace_hex)
             findings = self._observe(state, call)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
 
@@ -178,10 +179,10 @@ class Tagger:
             if len(state.reserved) < MAX_RESERVED:
                 state.reserved[span.context.span_id] = self._next_seq(state)
 
-    def _run_id(self, span: ReadableSpan, attrs: dict[str, Any]) -> str:
+    def _run_id(self, span: ReadableSpan, attrs: dict[str, Any], trace_hex: Optional[str] = None) -> str:
         name = self._config.run_id_attribute
         value = attrs.get(name) if name else None
-        return self._scoped(str(value) if value else format(span.context.trace_id, "032x"), span)
+        return self._scoped(str(value) if value else trace_hex or format(span.context.trace_id, "032x"), span)
 
     def _note_scope(self, span: Any, attrs: Any) -> None:
         if any(_is(attrs.get(key), values) for key, values in AGENT_MARKERS):
@@ -218,6 +219,8 @@ class Tagger:
         # enforce mode lets run, denying the next one; would_block marks that next call.
         pending = state.budget_findings
         new = state.run.observe(call)
+        if not new and not pending:
+            return new  # the usual call: nothing found, nothing waiting
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
         return pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
 
@@ -232,7 +235,7 @@ class Tagger:
         attrs = {k: v for k, v in (span.attributes or {}).items() if k not in RAW_PAYLOAD_KEYS}
         return self._copy(span, attrs, {}, [])
 
-    def _fingerprint(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int) -> ToolCall:
+    def _fingerprint(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int, trace_hex: str) -> ToolCall:
         ctx = span.context
         parent = span.parent
         return fingerprint_finished(
@@ -245,7 +248,7 @@ class Tagger:
             turn=state.turn_at(span.start_time or 0),
             call_id=found.call_id,
             span_id=format(ctx.span_id, "016x"),
-            trace_id=format(ctx.trace_id, "032x"),
+            trace_id=trace_hex,
             parent_id=format(parent.span_id, "016x") if parent else None,
             start_ns=span.start_time,
             end_ns=span.end_time,
@@ -319,6 +322,8 @@ def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
 
 
 def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
+    if not findings:
+        return span._events  # noqa: SLF001 - unchanged, dropped count included
     decisions = [f for f in findings if f.severity in (STOP, WARN)]
     if not decisions:
         return span._events  # noqa: SLF001 - unchanged, dropped count included

@@ -254,3 +254,64 @@ def test_a_volatile_key_spelt_with_escapes_is_dropped_too(spelling: str) -> None
     assert fp.result("t", '{"timestamp":9,"b":2}').digest == plain
     assert fp.result("t", "{%s:9,\"b\":2}" % spelling).digest == plain
     assert fp.result("t", '{"b":3}').digest != plain  # negative control: a real change still shows
+
+
+# --- orjson where it reads and writes exactly as the standard library ---------------------------
+
+
+def test_the_native_path_is_taken_for_ordinary_json() -> None:
+    # Not a contract, but the speed depends on it: flag a silent fallback (orjson missing).
+    assert canon._native('{"b": [1, true, null], "a": "\u00e9:x"}') == (
+        {"b": [1, True, None], "a": "\u00e9:x"}, '{"a":"\u00e9:x","b":[1,true,null]}'
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"a":2}',  # a duplicate key: orjson keeps the last one silently
+        '{"a" :1,"a" :2,"b":"x\\":"}',  # ...with colons that could hide it from a naive count
+        '{"x":{"k":1,"k":2},"y":[{"k":3}]}',
+        '{"a":0.00001}', '{"a":1e-7}', '{"a":1.5}', '[-0.0]',  # floats: orjson writes some differently
+        '{"a":18446744073709551616}', '[-9223372036854775809]',  # beyond 64 bits: orjson reads floats
+        '{"\\u0061":1,"a":2}', '{"a":"\\u003a"}',  # escapes: the colon count no longer holds
+        '{"a":1} ', '[1]\n',  # trailing whitespace: the stdlib path decides
+        '{"a":NaN}', '[1e999]', '["\\ud800"]',  # flags: orjson refuses them
+    ],
+)
+def test_the_native_path_declines_what_orjson_could_read_differently(text: str) -> None:
+    assert canon._native(text) is None
+    _both(text, frozenset())
+
+
+_keys = st.text(max_size=4) | st.sampled_from(["a", "a:", ":", "k"])
+_separators = st.sampled_from([":", ": ", " : ", " :"])
+
+
+@PROPS
+@given(st.lists(st.tuples(_keys, values), max_size=6), _separators, st.sampled_from([",", ", "]))
+def test_objects_with_repeated_keys_and_colons_equal_the_stdlib(pairs: list[tuple[str, Any]], sep: str, comma: str) -> None:
+    """Texts a Python dict cannot produce: repeated keys, colons in keys and values, spacing."""
+    try:
+        body = comma.join(json.dumps(k, ensure_ascii=False) + sep + json.dumps(v, ensure_ascii=False) for k, v in pairs)
+    except ValueError:
+        return
+    for text in ("{" + body + "}", "[{" + body + "}," + json.dumps([k for k, _ in pairs]) + "]"):
+        _both(text, frozenset())
+        _both(text, frozenset({"a"}))
+
+
+@PROPS
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.integers(min_value=-(2**70), max_value=2**70))
+def test_numbers_equal_the_stdlib(number: float) -> None:
+    _both(json.dumps({"n": number, "list": [number]}), frozenset())
+
+
+def test_without_orjson_the_digests_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A platform without orjson's wheels runs on the standard library alone, unchanged."""
+    fp = Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy())
+    texts = ['{"b":1,"a":[true,null,"x:y"]}', '{"a":1,"a":2}', '{"f":1e-05}']
+    with_orjson = [fp.action("t", t) for t in texts]
+    monkeypatch.setattr(canon, "_orjson_loads", None)
+    assert canon._native(texts[0]) is None
+    assert [Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy()).action("t", t) for t in texts] == with_orjson
