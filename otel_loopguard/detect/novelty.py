@@ -26,7 +26,8 @@ class NoProgressDetector:
         if step.rule.poll is not None or step.call.result is None:
             return []
         if step.judgement.new_information:
-            self._calls, self._count, self._latch = [], 0, Latch()
+            if self._count:  # a streak to end (most calls with new information had none)
+                self._calls, self._count, self._latch = [], 0, Latch()
             self._decision = step.decision  # later siblings of this decision stay clear
             return []
         if step.decision == self._decision:

@@ -91,11 +91,12 @@ class Run:
         if call.turn is None or call.turn != self._last_turn:
             self.decision += 1  # no turn known: every call is its own decision
         self._last_turn = call.turn
-        judgement = self.progress.judge(call)
-        step = Step(call, self.decision, judgement, self.policy.rule(call.tool))
+        rule = self.policy.rule(call.tool)
+        judgement = self.progress.judge(call, rule)
+        step = Step(call, self.decision, judgement, rule)
         self.last_call = call
         self._summarise(call, judgement)
-        found = [f for observe in self._fanout(step.rule) for f in observe(step)]
+        found = [f for observe in self._fanout(rule) for f in observe(step)]
         return self._stamp(found), judgement
 
     def _fanout(self, rule: ToolRule) -> tuple[Callable[[Step], list[Finding]], ...]:

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Optional
 
 from ..calls import RawCall, ToolCall
 from ..progress import extract
+from ..progress.evidence import NO_EVIDENCE
 from .canonical import NO_FLAGS
 from .fingerprinter import Fingerprinter
 
@@ -99,7 +100,7 @@ def _fingerprint(
         end_ns=end_ns,
         trace_id=trace_id,
         parent_id=parent_id,
-        evidence=extract(rule.progress, args_value, result_value),
+        evidence=extract(rule.progress, args_value, result_value) if rule.progress else NO_EVIDENCE,
         write=write,
         write_key=write_key,
         flags=flags,

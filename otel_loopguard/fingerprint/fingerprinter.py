@@ -48,6 +48,7 @@ class Fingerprinter:
         self.policy = policy
         self._actions: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
         self._results: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+        self._prefixes: dict[tuple[str, str], Any] = {}  # (domain, tool) -> prepared HMAC state
 
     @property
     def key_id(self) -> str:
@@ -156,8 +157,16 @@ class Fingerprinter:
         return serialise(Parsed(values, "json", NO_FLAGS)).text
 
     def _digest(self, domain: str, tool: str, form: str, text: str, identity: str) -> str:
-        # NUL framing is unambiguous: every part but the last is JSON text or a
-        # fixed word (no raw NUL), and the free-form canonical text comes last.
-        message = "\x00".join(("loopguard.v1", domain, _quoted(tool), identity, form, text))
-        return self.key.digest(message.encode("utf-8", errors="surrogatepass"))
+        # The message is "loopguard.v1", domain, quoted tool, identity, form, text joined by
+        # NUL. NUL framing is unambiguous: every part but the last is JSON text or a fixed
+        # word (no raw NUL), and the free-form canonical text comes last. Its first three
+        # parts are hashed once per (domain, tool): the key's state after them is kept.
+        prefix = self._prefixes.get((domain, tool))
+        if prefix is None:
+            prefix = self.key.prefixed(f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00".encode("utf-8", "surrogatepass"))
+            if len(self._prefixes) >= MEMO_ENTRIES:
+                self._prefixes = {}  # bounded, like the memo (tool names come from telemetry)
+            self._prefixes[(domain, tool)] = prefix
+        rest = f"{identity}\x00{form}\x00{text}".encode("utf-8", errors="surrogatepass")
+        return self.key.digest_after(prefix, rest)
 

@@ -14,7 +14,7 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from ..errors import KeyConfigError
 
@@ -52,8 +52,18 @@ class DigestKey:
 
     def digest(self, message: bytes) -> str:
         """Truncated keyed digest: 32 lowercase hex chars (= hmac.digest(secret, message, "sha256"))."""
-        inner = self._inner.copy()
-        inner.update(message)
+        return self.digest_after(self._inner, message)
+
+    def prefixed(self, prefix: bytes) -> Any:
+        """A prepared state for messages that start with `prefix`: hash it once, not per message."""
+        state = self._inner.copy()
+        state.update(prefix)
+        return state
+
+    def digest_after(self, prefixed: Any, rest: bytes) -> str:
+        """digest(prefix + rest), `prefixed` coming from `prefixed(prefix)` of this key."""
+        inner = prefixed.copy()
+        inner.update(rest)
         outer = self._outer.copy()
         outer.update(inner.digest())
         return outer.digest()[:DIGEST_BYTES].hex()

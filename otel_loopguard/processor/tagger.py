@@ -201,7 +201,11 @@ class Tagger:
         return f"{run_id}/{scope:016x}" if scope is not None else run_id
 
     def _state(self, run_id: str) -> _RunState:
-        return self._runs.get_or_create(run_id, lambda: _RunState(Run(run_id, self._fp.policy)))
+        state = self._runs.get(run_id)
+        if state is None:
+            state = _RunState(Run(run_id, self._fp.policy))
+            self._runs.put(run_id, state)
+        return state
 
     def _model(self, span: ReadableSpan, attrs: dict[str, Any], found: ModelSpan) -> ReadableSpan:
         """A model decision: counts the turn, prices the tokens for the cost budget."""
@@ -259,7 +263,7 @@ class Tagger:
             for key in RAW_PAYLOAD_KEYS:
                 attrs.pop(key, None)
         attrs.update(tags)
-        if type(span) is ReadableSpan and span.__dict__.keys() == _READABLE_FIELDS:
+        if type(span) is ReadableSpan and len(span.__dict__) == _READABLE_FIELD_COUNT:
             # What the SDK hands processors: copy its fields as they are (half the cost of
             # the constructor and its property reads), then put in what changes.
             copy = ReadableSpan.__new__(ReadableSpan)
@@ -301,8 +305,9 @@ class Tagger:
         return tags
 
 
-# The fields ReadableSpan.__init__ sets: the copy above is exact only when a span has no other.
-_READABLE_FIELDS = frozenset(ReadableSpan("fields", resource=Resource.get_empty()).__dict__)
+# How many fields ReadableSpan.__init__ sets: the copy above is exact only when a span has no
+# other (a count, not a key-by-key comparison: the SDK only ever sets these, in __init__).
+_READABLE_FIELD_COUNT = len(ReadableSpan("fields", resource=Resource.get_empty()).__dict__)
 
 
 def _is(value: Any, values: frozenset[str]) -> bool:

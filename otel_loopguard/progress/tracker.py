@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..calls import Evidence, ToolCall
-from ..policy import Policy
+from ..policy import Policy, ToolRule
 from ..bounded import BoundedMap, BoundedSet
 
 MAX_SEEN_RESULTS = 4096
@@ -42,11 +42,12 @@ class ProgressTracker:
         self._items = BoundedSet(MAX_SEEN_ITEMS)
         self._best: BoundedMap[str, Evidence] = BoundedMap(MAX_TRACKED_ACTIONS)
 
-    def judge(self, call: ToolCall) -> Judgement:
+    def judge(self, call: ToolCall, tool_rule: Optional[ToolRule] = None) -> Judgement:
+        """`tool_rule`: the call's rule when the caller has it at hand (else looked up)."""
         novel = call.result is not None and self._results.add(call.result)
-        rule = self._policy.rule(call.tool).progress
+        rule = (tool_rule or self._policy.rule(call.tool)).progress
         ev = call.evidence
-        new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i)))
+        new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
         if rule is None or not rule.declared:
             return Judgement(novel, novel, new_items, ev.terminal)
         best = self._best.get(call.action)

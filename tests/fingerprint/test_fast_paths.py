@@ -315,3 +315,23 @@ def test_without_orjson_the_digests_are_the_same(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(canon, "_orjson_loads", None)
     assert canon._native(texts[0]) is None
     assert [Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy()).action("t", t) for t in texts] == with_orjson
+
+
+# --- the whole digest, as documented (docs/fingerprints.md, "Keyed digests") --------------------
+
+
+@pytest.mark.parametrize("tool", ["lookup_order", "caf\u00e9 \"quoted\"", "", "\U0001f600"])
+def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> None:
+    """Hashing the (domain, tool) prefix once must give the digest of the whole message."""
+    secret = b"known-answer-key-0123456789"
+    fp = Fingerprinter(DigestKey(secret), Policy())
+
+    def expected(domain: str, text: str, t: str = tool) -> str:
+        message = "\x00".join(("loopguard.v1", domain, json.dumps(t, ensure_ascii=False), "", "json", text))
+        return hmac.new(secret, message.encode("utf-8"), hashlib.sha256).digest()[:16].hex()
+
+    for _ in range(2):  # the second round uses the prepared prefixes (and the memo)
+        assert fp.action(tool, '{"b": 1, "a": [true]}').digest == expected("action", '{"a":[true],"b":1}')
+        assert fp.result(tool, '{"x": "\u00e9"}').digest == expected("result", '{"x":"\u00e9"}', "")
+    other = fp.action(tool + "x", '{"b": 1, "a": [true]}').digest  # negative control: the tool counts
+    assert other == expected("action", '{"a":[true],"b":1}', tool + "x") != expected("action", '{"a":[true],"b":1}')
