@@ -96,17 +96,22 @@ class Run:
         step = Step(call, self.decision, judgement, rule)
         self.last_call = call
         self._summarise(call, judgement)
-        found = [f for observe in self._fanout(rule) for f in observe(step)]
+        observers = self._by_rule.get(id(rule))
+        if observers is None:
+            observers = self._fanout(rule)
+        found: list[Finding] = []
+        for observe in observers:
+            new = observe(step)
+            if new:  # most calls find nothing in most detectors
+                found += new
         return self._stamp(found), judgement
 
     def _fanout(self, rule: ToolRule) -> tuple[Callable[[Step], list[Finding]], ...]:
         """The detectors that can judge calls under this rule. Some only ever judge a few
         tools (a poll rule, a side effect, a call cap); an ordinary call skips them.
         Keyed by the rule object: the policy holds one per configured tool, plus a default."""
-        observers = self._by_rule.get(id(rule))
-        if observers is None:
-            observers = tuple(d.observe for d in self._detectors if getattr(d, "applies", _ALWAYS)(rule))
-            self._by_rule[id(rule)] = observers
+        observers = tuple(d.observe for d in self._detectors if getattr(d, "applies", _ALWAYS)(rule))
+        self._by_rule[id(rule)] = observers
         return observers
 
     def _summarise(self, call: ToolCall, judgement: Judgement) -> None:

@@ -10,6 +10,7 @@ a flag on the result instead of raising or colliding silently.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 import math
 import re
 import threading
@@ -175,6 +176,19 @@ except ImportError:  # a platform without its wheels: the standard library alone
 _FLOAT_OUT = re.compile(rb"[0-9][.eE]")
 
 
+def _signed_exponents() -> bool:
+    """Whether this orjson writes every float with a "." or a signed exponent, as 3.11.7
+    and later do ("1e+16"; 3.10 wrote "1e16"): then only output holding one of those
+    needs the float search. Checked on the forms it could get wrong."""
+    if _orjson_loads is None:
+        return False
+    samples = (1e16, 1e22, 1e300, 2.0**64, 1e-7, 5e-324, 1.5, -0.0, 123456789.0)
+    return all(b"." in o or b"e+" in o or b"e-" in o for o in (_orjson_dumps(f) for f in samples))
+
+
+_SIGNED_EXPONENTS = _signed_exponents()
+
+
 def _loads(text: str, flags: set[str]) -> Any:
     _parsing.flags = flags
     # The scanner alone (what `decode` calls) when the text has no surrounding
@@ -228,14 +242,13 @@ def parse_and_serialise(
     once; everything else takes the two general functions, which this must equal
     (tests/fingerprint/test_fast_paths.py).
     """
+    fast = native_canonical(value, drop_keys, max_bytes, max_depth)
+    if fast is not None:
+        return fast[0], "json", fast[1].decode("utf-8"), NO_FLAGS
     if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
         brackets = value.count("{") + value.count("[")
         if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
-            fast = _native(value)
-            if fast is not None:
-                if not drop_keys or _drops_nothing(fast[0], value, brackets, drop_keys):
-                    return fast[0], "json", fast[1], NO_FLAGS
-            elif not drop_keys or not _may_drop(value, drop_keys):
+            if not drop_keys or not _may_drop(value, drop_keys):
                 flags: set[str] = set()
                 _parsing.flags = flags
                 try:
@@ -254,15 +267,36 @@ def parse_and_serialise(
     return parsed_.value, canon.form, canon.text, canon.flags
 
 
+def native_canonical(
+    value: Any, drop_keys: frozenset[str], max_bytes: int, max_depth: int
+) -> Optional[tuple[Any, bytes]]:
+    """(parsed value, canonical text as UTF-8) of JSON text that orjson settles exactly as
+    `parse` then `serialise` would (no flag, nothing to drop); None for anything else.
+    The bytes go straight into a digest, with no decode and re-encode in between."""
+    if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
+        brackets = value.count("{") + value.count("[")
+        if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
+            fast = _native(value)
+            if fast is not None and (not drop_keys or _drops_nothing(fast[0], value, brackets, drop_keys)):
+                return fast
+    return None
+
+
 def _may_drop(text: str, drop_keys: frozenset[str]) -> bool:
-    """Could a key to drop occur in this JSON text? A key may be spelt with escapes
-    ("\\u0074imestamp"), so any escape counts as a maybe."""
-    if "\\u" in text:
+    """Could a key to drop occur in this JSON text? A key may be spelt with escapes:
+    any key as \\u escapes, a key holding "/", a quote or a backslash with short ones."""
+    if "\\" in text and ("\\u" in text or _escapable(drop_keys)):
         return True
     for key in drop_keys:  # a plain loop: half the cost of any() over a generator
         if key in text:
             return True
     return False
+
+
+@lru_cache(maxsize=64)  # a policy has a handful of drop sets
+def _escapable(drop_keys: frozenset[str]) -> bool:
+    """Whether some key can be written with a short JSON escape (\\/, \\", \\\\, \\n...)."""
+    return any(c in key for key in drop_keys for c in '/"\\') or any(ord(c) < 0x20 for key in drop_keys for c in key)
 
 
 def _drops_nothing(value: Any, text: str, brackets: int, drop_keys: frozenset[str]) -> bool:
@@ -272,15 +306,17 @@ def _drops_nothing(value: Any, text: str, brackets: int, drop_keys: frozenset[st
     return not _may_drop(text, drop_keys)
 
 
-def _native(text: str) -> Optional[tuple[Any, str]]:
-    """(value, canonical text) through orjson, or None when its answer could differ from
-    the standard library's, which defines the canonical form.
+def _native(text: str) -> Optional[tuple[Any, bytes]]:
+    """(value, canonical UTF-8 text) through orjson, or None when its answer could differ
+    from the standard library's, which defines the canonical form. The caller keeps the
+    limits (`native_canonical`: size, and nesting, which orjson accepts far deeper).
 
-    orjson refuses what would need a flag (NaN, 1e999, lone surrogates, deep nesting)
-    and writes strings, ints and key order as the stdlib does. It differs on floats (it
-    writes 1e-05 as 0.00001, and reads integers beyond 64 bits as floats) and it keeps
-    duplicate keys silently, so those inputs go back to the stdlib path:
-    - floats: any float orjson writes has a digit before "." or "e";
+    orjson refuses what would need a flag (NaN, 1e999, lone surrogates) and writes
+    strings, ints and key order as the stdlib does. It differs on floats (it writes 1e-05
+    as 0.00001, and reads integers beyond 64 bits as floats) and it keeps duplicate keys
+    silently, so those inputs go back to the stdlib path:
+    - floats: any float orjson writes has a digit before ".", "e" or "E" (checked where
+      the output has a "." or an exponent sign: `_SIGNED_EXPONENTS` holds for this orjson);
     - duplicate keys: every key in the text ends before a ":", and a ":" inside a string
       is copied to the output unchanged, so without escapes (a \\u003a would be a ":"
       in the output only) the text and the output hold equally many ":" exactly when
@@ -295,20 +331,17 @@ def _native(text: str) -> Optional[tuple[Any, str]]:
         return None
     if text.count(":") != out.count(b":"):
         return None
-    if (out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0) and _FLOAT_OUT.search(out):
+    if (out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or not _SIGNED_EXPONENTS) and _FLOAT_OUT.search(out):
         return None
-    return value, out.decode("utf-8")
+    return value, out
 
 
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
     source = parsed.source
     if source is None:
         return False
-    if drop_keys and "\\u" in source:  # a key to drop may be spelt with escapes
+    if drop_keys and _may_drop(source, drop_keys):
         return False
-    for key in drop_keys:  # a plain loop: half the cost of any() over a generator
-        if key in source:
-            return False
     # Fewer brackets than max_depth cannot nest deeper than it (two C-level counts).
     return source.count("{") + source.count("[") <= max_depth
 

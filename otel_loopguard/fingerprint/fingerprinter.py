@@ -11,12 +11,13 @@ from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, Parsed, parse, parse_and_serialise, serialise
+from .canonical import NO_FLAGS, Parsed, native_canonical, parse, parse_and_serialise, serialise
 from .keys import DigestKey
 from ..paths import get_path, without_paths
 
 
 _NO_KEYS: frozenset[str] = frozenset()
+_JSON_NO_IDENTITY = b"\x00json\x00"  # what follows the prefix: no identity, the json form
 
 
 class Fingerprint(NamedTuple):
@@ -83,13 +84,21 @@ class Fingerprinter:
     def action_digest(
         self, tool: str, rule: ToolRule, arguments: Any, identity: Optional[Mapping[str, Any]] = None
     ) -> tuple[str, frozenset[str]]:
-        """(digest, flags) of an action, as `action_parts`, for callers that need no value."""
+        """(digest, flags) of an action, as `action_parts`, for callers that need no value.
+        `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
         if type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and not identity:
             key = (tool, arguments)
             memo = self._actions
             known = memo.get(key)
             if known is None:
-                known = self.action_parts(tool, rule, arguments)[:2]
+                fast = None if rule.ignore_fields or rule.defaults else native_canonical(
+                    arguments, _NO_KEYS, self.policy.max_bytes, self.policy.max_depth)
+                if fast is not None:  # = action_parts(...)[:2], without decoding the text
+                    known = (self.key.digest_after(self._prefix("action", tool), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
+                else:
+                    known = self.action_parts(tool, rule, arguments)[:2]
+                if known[1]:
+                    return known  # flagged (odd input, or a caller short of stack): not kept
                 if len(memo) >= MEMO_ENTRIES:
                     memo = self._actions = {}  # full: start over (a new dict, see the class)
                 memo[key] = known
@@ -98,13 +107,23 @@ class Fingerprinter:
         return digest, flags
 
     def result_digest(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str]]:
-        """(digest, flags) of a result, as `result_parts`, for callers that need no value."""
+        """(digest, flags) of a result, as `result_parts`, for callers that need no value.
+        `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
         if type(result) is str and len(result) <= MEMO_MAX_CHARS:
             key = (tool, result)  # the tool decides which volatile fields are dropped
             memo = self._results
             known = memo.get(key)
             if known is None:
-                known = self.result_parts(tool, rule, result)[:2]
+                policy = self.policy
+                own = rule.result_volatile_fields
+                drop = policy.result_volatile_fields if own is None else own
+                fast = native_canonical(result, drop, policy.max_bytes, policy.max_depth)
+                if fast is not None:  # = result_parts(...)[:2], without decoding the text
+                    known = (self.key.digest_after(self._prefix("result", ""), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
+                else:
+                    known = self.result_parts(tool, rule, result)[:2]
+                if known[1]:
+                    return known
                 if len(memo) >= MEMO_ENTRIES:
                     memo = self._results = {}
                 memo[key] = known
@@ -161,12 +180,15 @@ class Fingerprinter:
         # NUL. NUL framing is unambiguous: every part but the last is JSON text or a fixed
         # word (no raw NUL), and the free-form canonical text comes last. Its first three
         # parts are hashed once per (domain, tool): the key's state after them is kept.
+        rest = f"{identity}\x00{form}\x00{text}".encode("utf-8", errors="surrogatepass")
+        return self.key.digest_after(self._prefix(domain, tool), rest)
+
+    def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))
         if prefix is None:
             prefix = self.key.prefixed(f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00".encode("utf-8", "surrogatepass"))
             if len(self._prefixes) >= MEMO_ENTRIES:
                 self._prefixes = {}  # bounded, like the memo (tool names come from telemetry)
             self._prefixes[(domain, tool)] = prefix
-        rest = f"{identity}\x00{form}\x00{text}".encode("utf-8", errors="surrogatepass")
-        return self.key.digest_after(prefix, rest)
+        return prefix
 

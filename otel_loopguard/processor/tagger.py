@@ -128,17 +128,18 @@ class Tagger:
             return self._model(span, attrs, found)
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
-        trace_hex = format(span.context.trace_id, "032x")
+        ctx = span.context
+        trace_hex = format(ctx.trace_id, "032x")
         run_id = self._run_id(span, attrs, trace_hex)
         if attrs.get(conv.DISPATCHED) is False:
             return self._denied(span, attrs, found, run_id)
         with self._lock:
             state = self._state(run_id)
-            seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
+            seq = state.reserved.pop(ctx.span_id, 0) or self._next_seq(state)
             # The detectors need calls in the order they observe them (end order); the
             # exported sequence may be the dispatch order taken at start.
             state.observed += 1
-            call = self._fingerprint(span, found, state, state.observed, trace_hex)
+            call = self._fingerprint(span, ctx, found, state, state.observed, trace_hex)
             findings = self._observe(state, call)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
 
@@ -239,9 +240,11 @@ class Tagger:
         attrs = {k: v for k, v in (span.attributes or {}).items() if k not in RAW_PAYLOAD_KEYS}
         return self._copy(span, attrs, {}, [])
 
-    def _fingerprint(self, span: ReadableSpan, found: ToolSpan, state: _RunState, seq: int, trace_hex: str) -> ToolCall:
-        ctx = span.context
+    def _fingerprint(
+        self, span: ReadableSpan, ctx: Any, found: ToolSpan, state: _RunState, seq: int, trace_hex: str
+    ) -> ToolCall:
         parent = span.parent
+        start = span.start_time
         return fingerprint_finished(
             self._fp,
             seq=seq,
@@ -249,12 +252,12 @@ class Tagger:
             arguments=found.arguments,
             result=found.result,
             ok=not found.error,
-            turn=state.turn_at(span.start_time or 0),
+            turn=state.turn_at(start or 0),
             call_id=found.call_id,
             span_id=format(ctx.span_id, "016x"),
             trace_id=trace_hex,
             parent_id=format(parent.span_id, "016x") if parent else None,
-            start_ns=span.start_time,
+            start_ns=start,
             end_ns=span.end_time,
         )
 

@@ -33,6 +33,10 @@ class Judgement:  # treated as immutable; not frozen only because that is slower
         return self.novel_result or self.progressed or self.new_items > 0
 
 
+_NOVEL = Judgement(True, True, 0, False)
+_SEEN = Judgement(False, False, 0, False)
+
+
 class ProgressTracker:
     """Per-run memory for progress rules, bounded in size."""
 
@@ -49,6 +53,8 @@ class ProgressTracker:
         ev = call.evidence
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
         if rule is None or not rule.declared:
+            if not new_items and not ev.terminal:
+                return _NOVEL if novel else _SEEN  # most calls: shared, never mutated
             return Judgement(novel, novel, new_items, ev.terminal)
         best = self._best.get(call.action)
         self._best.put(call.action, _best_so_far(best, ev))

@@ -262,7 +262,7 @@ def test_a_volatile_key_spelt_with_escapes_is_dropped_too(spelling: str) -> None
 def test_the_native_path_is_taken_for_ordinary_json() -> None:
     # Not a contract, but the speed depends on it: flag a silent fallback (orjson missing).
     assert canon._native('{"b": [1, true, null], "a": "\u00e9:x"}') == (
-        {"b": [1, True, None], "a": "\u00e9:x"}, '{"a":"\u00e9:x","b":[1,true,null]}'
+        {"b": [1, True, None], "a": "\u00e9:x"}, '{"a":"\u00e9:x","b":[1,true,null]}'.encode()
     )
 
 
@@ -335,3 +335,56 @@ def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> 
         assert fp.result(tool, '{"x": "\u00e9"}').digest == expected("result", '{"x":"\u00e9"}', "")
     other = fp.action(tool + "x", '{"b": 1, "a": [true]}').digest  # negative control: the tool counts
     assert other == expected("action", '{"a":[true],"b":1}', tool + "x") != expected("action", '{"a":[true],"b":1}')
+
+
+@PROPS
+@given(values, st.sampled_from(["t", "get_status", "search"]))
+def test_digest_only_paths_equal_the_full_ones(value: Any, tool: str) -> None:
+    """action_digest / result_digest (native bytes straight into the HMAC, memo) equal
+    action_parts / result_parts (text decoded, then encoded), under per-tool rules."""
+    from otel_loopguard.policy import policy_from_mapping
+
+    policy = policy_from_mapping({"tools": {"get_status": {"result_volatile_fields": ["a", "etag"]},
+                                            "search": {"ignore_fields": ["debug"], "defaults": {"limit": 10}}}})
+    try:
+        text = json.dumps(value, allow_nan=True, ensure_ascii=False)
+    except ValueError:
+        return
+    fp = Fingerprinter(DigestKey(b"digest-only-paths-key-0123"), policy)
+    rule = policy.rule(tool)
+    for payload in (text, value):
+        for _ in range(2):  # the second from the memo
+            assert fp.action_digest(tool, rule, payload) == fp.action_parts(tool, rule, payload)[:2]
+            assert fp.result_digest(tool, rule, payload) == fp.result_parts(tool, rule, payload)[:2]
+
+
+def test_an_orjson_writing_unsigned_exponents_is_not_trusted_on_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson before 3.11.7 wrote 1e16 where the stdlib writes 1e+16 (and 1e20 for an
+    integer beyond 64 bits): the float search must then run on every output."""
+    import orjson
+
+    monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e+", b"e"))
+    assert canon._signed_exponents() is False
+    monkeypatch.setattr(canon, "_SIGNED_EXPONENTS", False)
+    for text in ('[1e16]', '{"n":100000000000000000000}', '{"n":1E300}'):
+        assert canon._native(text) is None
+        _both(text, frozenset())
+    assert canon._native('{"a":1}') is not None  # negative control: ints and text still go native
+
+
+@pytest.mark.parametrize("text", ['{"a\\/b":1,"x":2}', '{"y":{"a\\/b":1},"x":[2]}', '{"q\\"k":1,"x":2}'])
+def test_a_key_to_drop_written_with_a_short_escape_is_dropped(text: str) -> None:
+    drop = frozenset({"a/b", 'q"k'})
+    got = canon.parse_and_serialise(text, drop, canon.DEFAULT_MAX_BYTES, canon.DEFAULT_MAX_DEPTH)
+    assert "a/b" not in got[2] and 'q\\"k' not in got[2] and '"x"' in got[2]
+    assert got[2] == _general(text, drop).text  # the walk, which compares parsed keys
+
+
+def test_the_memo_keeps_no_flagged_digest() -> None:
+    """A flag can depend on the caller's stack (a recursion limit turns parsing into opaque
+    text): such a digest is computed each time, never served to later calls."""
+    fp = Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy())
+    deep = "[" * 70 + "1" + "]" * 70  # deeper than max_depth: flagged too_deep
+    digest, flags = fp.action_digest("t", fp.policy.rule("t"), deep)
+    assert flags and not fp._actions
+    assert fp.action_digest("t", fp.policy.rule("t"), '{"a":1}')[1] == frozenset() and len(fp._actions) == 1
