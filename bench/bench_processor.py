@@ -119,8 +119,8 @@ def best_pair(kind: str, n: int, repeats: int) -> tuple[dict[str, float], dict[s
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--spans", type=int, default=5000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--spans", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=21)
     args = parser.parse_args()
     result: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     for kind in KINDS:

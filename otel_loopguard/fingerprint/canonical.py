@@ -173,7 +173,10 @@ try:  # a C JSON library, several times faster on small objects: see _native
     _ORJSON_SORT = orjson.OPT_SORT_KEYS
 except ImportError:  # a platform without its wheels: the standard library alone
     _orjson_loads = None
-_FLOAT_OUT = re.compile(rb"[0-9][.eE]")
+# A float in orjson's compact output: a number token (it follows ":", "," or "[") with a
+# "." or an exponent. Text inside strings rarely looks like that ("site5.example.com",
+# "9e107d9d" and "v1.2" do not), and where it does the stdlib path merely takes over.
+_FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
 
 
 def _signed_exponents() -> bool:
@@ -315,8 +318,9 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
     strings, ints and key order as the stdlib does. It differs on floats (it writes 1e-05
     as 0.00001, and reads integers beyond 64 bits as floats) and it keeps duplicate keys
     silently, so those inputs go back to the stdlib path:
-    - floats: any float orjson writes has a digit before ".", "e" or "E" (checked where
-      the output has a "." or an exponent sign: `_SIGNED_EXPONENTS` holds for this orjson);
+    - floats: any float orjson writes is a number token with a "." or an exponent
+      (`_FLOAT_OUT`; searched only where the output has a "." or an exponent sign, when
+      `_SIGNED_EXPONENTS` says this orjson writes every float with one of those);
     - duplicate keys: every key in the text ends before a ":", and a ":" inside a string
       is copied to the output unchanged, so without escapes (a \\u003a would be a ":"
       in the output only) the text and the output hold equally many ":" exactly when

@@ -35,7 +35,7 @@ def _quoted(tool: str) -> str:
 # arguments (and often gets the same result) again and again, and in enforce mode the
 # guard digests each call's arguments before dispatch, then the processor again at its
 # span's end. Memory stays bounded: at most MEMO_ENTRIES keys of MEMO_MAX_CHARS each.
-MEMO_ENTRIES = 2048
+MEMO_ENTRIES = 1024
 MEMO_MAX_CHARS = 512
 
 
