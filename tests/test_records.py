@@ -51,3 +51,25 @@ def test_matches_a_plain_frozen_dataclass_field_for_field() -> None:
                                                   frozen=True, slots=True))
     for args, kwargs in (((1,), {}), ((1, "y"), {}), ((1,), {"c": [2]})):
         assert dataclasses.astuple(Quick(*args, **kwargs)) == dataclasses.astuple(Plain(*args, **kwargs))
+
+
+def test_the_field_order_the_hot_paths_build_records_in() -> None:
+    """fingerprint/call.py builds ToolCall, otlp/spans.py builds RawCall, and the processor
+    calls fingerprint_finished, all by position (keywords cost more than the record): a
+    reordered field would silently swap values, so the order is pinned here."""
+    import inspect
+
+    from otel_loopguard.fingerprint import fingerprint_finished
+
+    assert [f.name for f in dataclasses.fields(ToolCall)] == [
+        "seq", "tool", "action", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
+        "evidence", "trace_id", "parent_id", "write", "write_key", "flags",
+    ]
+    assert [f.name for f in dataclasses.fields(RawCall)] == [
+        "seq", "tool", "arguments", "result", "ok", "finished", "turn", "call_id", "span_id", "start_ns",
+        "end_ns", "identity", "args_digest", "result_digest", "dispatched", "guard", "key_id", "trace_id", "parent_id",
+    ]
+    assert list(inspect.signature(fingerprint_finished).parameters) == [
+        "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
+        "trace_id", "parent_id",
+    ]

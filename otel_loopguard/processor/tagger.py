@@ -245,20 +245,20 @@ class Tagger:
     ) -> ToolCall:
         parent = span.parent
         start = span.start_time
-        return fingerprint_finished(
+        return fingerprint_finished(  # positional: see fingerprint_finished
             self._fp,
-            seq=seq,
-            tool=found.tool,
-            arguments=found.arguments,
-            result=found.result,
-            ok=not found.error,
-            turn=state.turn_at(start or 0),
-            call_id=found.call_id,
-            span_id=format(ctx.span_id, "016x"),
-            trace_id=trace_hex,
-            parent_id=format(parent.span_id, "016x") if parent else None,
-            start_ns=start,
-            end_ns=span.end_time,
+            seq,
+            found.tool,
+            found.arguments,
+            found.result,
+            not found.error,  # ok
+            state.turn_at(start or 0),  # turn
+            found.call_id,
+            format(ctx.span_id, "016x"),  # span_id
+            start,  # start_ns
+            span.end_time,  # end_ns
+            trace_hex,  # trace_id
+            format(parent.span_id, "016x") if parent else None,  # parent_id
         )
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
