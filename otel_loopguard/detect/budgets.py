@@ -33,6 +33,8 @@ class BudgetDetector:
             for name, limit in limits.items()
             if limit is not None
         }
+        # Below this a budget cannot fire (its warn level, or its limit if that is lower).
+        self._due = {name: min(self._warn[name], limit) for name, limit in limits.items() if limit is not None}
         self._tool_calls = 0
         self._turns = 0
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
@@ -45,10 +47,14 @@ class BudgetDetector:
         self._count_turn(call.turn)
         if call.start_ns and self._first_start is None:
             self._first_start = call.start_ns
-        out = self._check("tool_calls", self._tool_calls, self._rule.max_tool_calls, call)
-        out += self._check("turns", self._turns, self._rule.max_turns, call)
+        # Most calls are below every level at which a budget can fire: three comparisons.
+        due, out = self._due, []
+        if self._tool_calls >= due.get("tool_calls", _NEVER):
+            out += self._check("tool_calls", self._tool_calls, self._rule.max_tool_calls, call)
+        if self._turns >= due.get("turns", _NEVER):
+            out += self._check("turns", self._turns, self._rule.max_turns, call)
         elapsed = self._elapsed(call) if self._rule.max_seconds is not None else None
-        if elapsed is not None:
+        if elapsed is not None and elapsed >= due["seconds"]:
             out += self._check("seconds", elapsed, self._rule.max_seconds, call)
         return out
 
@@ -98,6 +104,7 @@ class BudgetDetector:
         return [finding("budget", level, calls, reason, count=len(calls))]
 
 
+_NEVER = math.inf  # the warn level of a budget the policy leaves unset
 _UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
 
 
