@@ -338,13 +338,13 @@ def memory_per_held_call(calls: int = 10_000) -> dict[str, Any]:
 
 
 def _memo_bytes(fp: Fingerprinter) -> int:
-    """What the memo holds on its own: its dicts, key tuples, payload texts and value tuples
-    (not the digests: the held calls share those strings)."""
+    """What the memo added while traced: its dicts, key tuples and value tuples (not the
+    payload texts, decoded before tracing began, nor the digests the held calls share)."""
     total = 0
     for memo in (fp._actions, fp._results):  # noqa: SLF001
         total += sys.getsizeof(memo)
         for key, value in memo.items():
-            total += sys.getsizeof(key) + sys.getsizeof(key[1]) + sys.getsizeof(value)
+            total += sys.getsizeof(key) + sys.getsizeof(value)
     return total
 
 

@@ -26,8 +26,17 @@ class Fingerprint(NamedTuple):
     value: Any  # the parsed value after normalisation (opaque text for "text" form)
 
 
-@lru_cache(maxsize=4096)
+# Tool names come from telemetry: only names of ordinary length are cached, so that the
+# caches below stay small whatever a sender puts there.
+MAX_CACHED_TOOL_CHARS = 256
+
+
 def _quoted(tool: str) -> str:
+    return _quoted_cached(tool) if len(tool) <= MAX_CACHED_TOOL_CHARS else json.dumps(tool, ensure_ascii=False)
+
+
+@lru_cache(maxsize=4096)
+def _quoted_cached(tool: str) -> str:
     return json.dumps(tool, ensure_ascii=False)
 
 
@@ -86,7 +95,7 @@ class Fingerprinter:
     ) -> tuple[str, frozenset[str]]:
         """(digest, flags) of an action, as `action_parts`, for callers that need no value.
         `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
-        if type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and not identity:
+        if type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and not identity and len(tool) <= MAX_CACHED_TOOL_CHARS:
             key = (tool, arguments)
             memo = self._actions
             known = memo.get(key)
@@ -109,7 +118,7 @@ class Fingerprinter:
     def result_digest(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str]]:
         """(digest, flags) of a result, as `result_parts`, for callers that need no value.
         `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
-        if type(result) is str and len(result) <= MEMO_MAX_CHARS:
+        if type(result) is str and len(result) <= MEMO_MAX_CHARS and len(tool) <= MAX_CACHED_TOOL_CHARS:
             key = (tool, result)  # the tool decides which volatile fields are dropped
             memo = self._results
             known = memo.get(key)
@@ -187,6 +196,8 @@ class Fingerprinter:
         prefix = self._prefixes.get((domain, tool))
         if prefix is None:
             prefix = self.key.prefixed(f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00".encode("utf-8", "surrogatepass"))
+            if len(tool) > MAX_CACHED_TOOL_CHARS:
+                return prefix
             if len(self._prefixes) >= MEMO_ENTRIES:
                 self._prefixes = {}  # bounded, like the memo (tool names come from telemetry)
             self._prefixes[(domain, tool)] = prefix

@@ -102,3 +102,16 @@ def test_threads_sharing_a_fingerprinter_get_the_digests_one_thread_gets() -> No
     for t in threads:
         t.join()
     assert all(r == expected for r in results)
+
+
+def test_tool_names_of_any_length_are_digested_but_long_ones_never_cached() -> None:
+    """Tool names come from telemetry: the caches are bounded by entry count, so a sender's
+    megabyte-long names must not be what fills them."""
+    fp = Fingerprinter(KEY, POLICY)
+    long_tool = "t" * (fpmod.MAX_CACHED_TOOL_CHARS + 1)
+    first = _call(fp, long_tool, '{"a": 1}', '{"ok": true}')
+    again = _call(fp, long_tool, '{"a": 1}', '{"ok": true}', seq=2)
+    assert (first.action, first.result) == (again.action, again.result) == _fresh_digests(long_tool, '{"a": 1}', '{"ok": true}')
+    assert not fp._actions and not fp._results
+    assert all(tool != long_tool for _, tool in fp._prefixes)
+    assert first.action != _call(fp, long_tool[:-1], '{"a": 1}', '{"ok": true}').action  # the name still counts
