@@ -335,7 +335,8 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
         return None
     if text.count(":") != out.count(b":"):
         return None
-    if (out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or not _SIGNED_EXPONENTS) and _FLOAT_OUT.search(out):
+    maybe_float = out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or not _SIGNED_EXPONENTS
+    if maybe_float and _FLOAT_OUT.search(out):
         return None
     return value, out
 

@@ -95,7 +95,8 @@ class Fingerprinter:
     ) -> tuple[str, frozenset[str]]:
         """(digest, flags) of an action, as `action_parts`, for callers that need no value.
         `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
-        if type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and not identity and len(tool) <= MAX_CACHED_TOOL_CHARS:
+        small = type(arguments) is str and len(arguments) <= MEMO_MAX_CHARS and len(tool) <= MAX_CACHED_TOOL_CHARS
+        if small and not identity:
             key = (tool, arguments)
             memo = self._actions
             known = memo.get(key)
@@ -195,7 +196,8 @@ class Fingerprinter:
     def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))
         if prefix is None:
-            prefix = self.key.prefixed(f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00".encode("utf-8", "surrogatepass"))
+            head = f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00"
+            prefix = self.key.prefixed(head.encode("utf-8", "surrogatepass"))
             if len(tool) > MAX_CACHED_TOOL_CHARS:
                 return prefix
             if len(self._prefixes) >= MEMO_ENTRIES:
