@@ -33,13 +33,17 @@ class CycleDetector:
         sig = (call.action, call.result, call.ok)
         recent = self._recent
         matched = self._matched
+        repeating = False
         for p in matched:
             if len(recent) >= p and recent[-p][0] == sig:
                 matched[p] += 1
+                repeating = True
             elif matched[p] or self._latches[p].warned:  # a fresh latch only when one may have fired
                 matched[p] = 0
                 self._latches[p] = Latch()
         recent.append((sig, call))
+        if not repeating:
+            return []  # every count is back to 0: no period can have repeated (most calls)
         period = self._shortest_repeating_period()
         if period is None:
             return []

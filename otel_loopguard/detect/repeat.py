@@ -52,7 +52,7 @@ class RepeatDetector:
             self._decision = step.decision
         if step.rule.exempt_repeat:
             return []
-        rule = self._policy.repeat_for(step.call.tool)
+        rule = step.rule.repeat or self._policy.repeat  # = policy.repeat_for(tool): step.rule is the tool's
         if rule.mode == "window":
             return self._windowed(step, rule)
         return self._consecutive(step, rule)

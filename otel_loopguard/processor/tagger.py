@@ -122,7 +122,10 @@ class Tagger:
 
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
-        attrs = dict(attribute_dict(span))  # the plain dict copies much faster
+        try:  # the SDK's span: its BoundedAttributes' plain dict, copied in C
+            attrs = dict(span._attributes._dict)  # type: ignore[attr-defined]  # noqa: SLF001
+        except AttributeError:
+            attrs = dict(attribute_dict(span))
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
