@@ -10,10 +10,10 @@ a flag on the result instead of raising or colliding silently.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 import math
 import re
 import threading
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 # Flags a canonical form can carry. They are part of the public docs.
@@ -303,7 +303,7 @@ def _escapable(drop_keys: frozenset[str]) -> bool:
 
 
 def _drops_nothing(value: Any, text: str, brackets: int, drop_keys: frozenset[str]) -> bool:
-    """No key to drop in `value`, parsed by `_native` from `text` (which has no escapes)."""
+    """No key to drop in `value`, parsed by `_native` from `text` (no \\u escapes in it)."""
     if brackets == 1 and type(value) is dict:  # one object, nothing nested: its keys say it all
         return value.keys().isdisjoint(drop_keys)
     return not _may_drop(text, drop_keys)
