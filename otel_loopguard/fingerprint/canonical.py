@@ -177,6 +177,10 @@ except ImportError:  # a platform without its wheels: the standard library alone
 # "." or an exponent. Text inside strings rarely looks like that ("site5.example.com",
 # "9e107d9d" and "v1.2" do not), and where it does the stdlib path merely takes over.
 _FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+# ...and one orjson writes otherwise than the stdlib: in exponent form (1e-07 is "1e-7"; an
+# integer beyond 64 bits became a float such as 1.8446744073709552e+19) or below 1e-4 in
+# fixed form (1e-05 is "0.00001"). From 1e-4 up to 1e16 both write the same shortest digits.
+_FLOAT_DIFFERS = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+)?e[-+]|[:,\[]-?0\.0000")
 
 
 def _signed_exponents() -> bool:
@@ -318,9 +322,11 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
     strings, ints and key order as the stdlib does. It differs on floats (it writes 1e-05
     as 0.00001, and reads integers beyond 64 bits as floats) and it keeps duplicate keys
     silently, so those inputs go back to the stdlib path:
-    - floats: any float orjson writes is a number token with a "." or an exponent
-      (`_FLOAT_OUT`; searched only where the output has a "." or an exponent sign, when
-      `_SIGNED_EXPONENTS` says this orjson writes every float with one of those);
+    - floats: from 1e-4 up to 1e16 orjson writes the stdlib's text; other floats are
+      number tokens in exponent form or starting 0.0000 (`_FLOAT_DIFFERS`, searched only
+      where the output holds "e+", "e-" or "0.0000"). An orjson that writes unsigned
+      exponents (before 3.11.7, see `_SIGNED_EXPONENTS`) is trusted with no float at all
+      (`_FLOAT_OUT`);
     - duplicate keys: every key in the text ends before a ":", and a ":" inside a string
       is copied to the output unchanged, so without escapes (a \\u003a would be a ":"
       in the output only) the text and the output hold equally many ":" exactly when
@@ -335,8 +341,10 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
         return None
     if text.count(":") != out.count(b":"):
         return None
-    maybe_float = out.find(b".") >= 0 or out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or not _SIGNED_EXPONENTS
-    if maybe_float and _FLOAT_OUT.search(out):
+    if _SIGNED_EXPONENTS:  # floats written as the stdlib writes them are kept
+        if (out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or out.find(b"0.0000") >= 0) and _FLOAT_DIFFERS.search(out):
+            return None
+    elif _FLOAT_OUT.search(out):
         return None
     return value, out
 

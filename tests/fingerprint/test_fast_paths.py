@@ -272,7 +272,7 @@ def test_the_native_path_is_taken_for_ordinary_json() -> None:
         '{"a":1,"a":2}',  # a duplicate key: orjson keeps the last one silently
         '{"a" :1,"a" :2,"b":"x\\":"}',  # ...with colons that could hide it from a naive count
         '{"x":{"k":1,"k":2},"y":[{"k":3}]}',
-        '{"a":0.00001}', '{"a":1e-7}', '{"a":1.5}', '[-0.0]',  # floats: orjson writes some differently
+        '{"a":0.00001}', '{"a":1e-7}', '[1e16]', '[-1.5e300]',  # floats orjson writes differently
         '{"a":18446744073709551616}', '[-9223372036854775809]',  # beyond 64 bits: orjson reads floats
         '{"\\u0061":1,"a":2}', '{"a":"\\u003a"}',  # escapes: the colon count no longer holds
         '{"a":1} ', '[1]\n',  # trailing whitespace: the stdlib path decides
@@ -281,6 +281,13 @@ def test_the_native_path_is_taken_for_ordinary_json() -> None:
 )
 def test_the_native_path_declines_what_orjson_could_read_differently(text: str) -> None:
     assert canon._native(text) is None
+    _both(text, frozenset())
+
+
+@pytest.mark.parametrize("text", ['{"a":1.5}', '[-0.0]', '[0.0001,0.25,3.0]', '{"p":1000000000000000.0}',
+                                  '{"s":"re-run e-mail 0.00001","x":0.5}'])
+def test_floats_orjson_writes_as_the_stdlib_go_native(text: str) -> None:
+    assert canon._native(text) is not None
     _both(text, frozenset())
 
 
