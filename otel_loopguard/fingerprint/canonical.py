@@ -249,26 +249,15 @@ def parse_and_serialise(
     once; everything else takes the two general functions, which this must equal
     (tests/fingerprint/test_fast_paths.py).
     """
-    fast = native_canonical(value, drop_keys, max_bytes, max_depth)
-    if fast is not None:
-        return fast[0], "json", fast[1].decode("utf-8"), NO_FLAGS
-    if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
-        brackets = value.count("{") + value.count("[")
-        if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
-            if not drop_keys or not _may_drop(value, drop_keys):
-                flags: set[str] = set()
-                _parsing.flags = flags
-                try:
-                    parsed, end = _SCAN(value, 0)
-                except (StopIteration, ValueError, RecursionError):
-                    end = -1  # parse() decides: whitespace, opaque text
-                if end == len(value) and not flags:
-                    try:
-                        text = _encode(parsed)
-                    except RecursionError:  # a caller already deep in its stack: serialise() copes
-                        text = "NaN"
-                    if "Infinity" not in text and "NaN" not in text:  # else an overflow (1e999) to flag
-                        return parsed, "json", text, NO_FLAGS
+    brackets = _shortcut_brackets(value, max_bytes, max_depth)
+    if brackets >= 0:
+        fast = _settled(value, brackets, drop_keys)
+        if fast is not None:
+            return fast[0], "json", fast[1].decode("utf-8"), NO_FLAGS
+        if not drop_keys or not _may_drop(value, drop_keys):
+            scanned = _scanned(value)
+            if scanned is not None:
+                return scanned[0], "json", scanned[1], NO_FLAGS
     parsed_ = parse(value, max_bytes=max_bytes)
     canon = serialise(parsed_, drop_keys=drop_keys, max_depth=max_depth)
     return parsed_.value, canon.form, canon.text, canon.flags
@@ -280,13 +269,47 @@ def native_canonical(
     """(parsed value, canonical text as UTF-8) of JSON text that orjson settles exactly as
     `parse` then `serialise` would (no flag, nothing to drop); None for anything else.
     The bytes go straight into a digest, with no decode and re-encode in between."""
-    if type(value) is str and len(value) * 4 <= max_bytes:  # under the byte limit whatever the UTF-8
+    brackets = _shortcut_brackets(value, max_bytes, max_depth)
+    return _settled(value, brackets, drop_keys) if brackets >= 0 else None
+
+
+def _shortcut_brackets(value: Any, max_bytes: int, max_depth: int) -> int:
+    """How many brackets the JSON text `value` holds, when it may take a shortcut (text
+    opening an object or array, under both limits whatever its UTF-8: fewer brackets than
+    the depth limit cannot nest deeper); -1 when only the general path will do."""
+    if type(value) is str and len(value) * 4 <= max_bytes:
         brackets = value.count("{") + value.count("[")
         if brackets <= max_depth and brackets <= MAX_TEXT_DEPTH and value[:1] in ("{", "["):
-            fast = _native(value)
-            if fast is not None and (not drop_keys or _drops_nothing(fast[0], value, brackets, drop_keys)):
-                return fast
+            return brackets
+    return -1
+
+
+def _settled(text: str, brackets: int, drop_keys: frozenset[str]) -> Optional[tuple[Any, bytes]]:
+    """`_native`'s answer, unless a key to drop may be in the text (the general path drops it)."""
+    fast = _native(text)
+    if fast is not None and (not drop_keys or _drops_nothing(fast[0], text, brackets, drop_keys)):
+        return fast
     return None
+
+
+def _scanned(text: str) -> Optional[tuple[Any, str]]:
+    """(value, canonical text) through the stdlib's C scanner and encoder, called directly;
+    None when the text needs `parse` (whitespace, opaque text) or a flag (NaN, 1e999)."""
+    flags: set[str] = set()
+    _parsing.flags = flags
+    try:
+        parsed, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(text) or flags:
+        return None
+    try:
+        out = _encode(parsed)
+    except RecursionError:  # a caller already deep in its stack: serialise() copes
+        return None
+    if "Infinity" in out or "NaN" in out:  # an overflow (1e999) to flag
+        return None
+    return parsed, out
 
 
 def _may_drop(text: str, drop_keys: frozenset[str]) -> bool:

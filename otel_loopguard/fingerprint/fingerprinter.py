@@ -107,11 +107,7 @@ class Fingerprinter:
                     known = (self.key.digest_after(self._prefix("action", tool), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
                 else:
                     known = self.action_parts(tool, rule, arguments)[:2]
-                if known[1]:
-                    return known  # flagged (odd input, or a caller short of stack): not kept
-                if len(memo) >= MEMO_ENTRIES:
-                    memo = self._actions = {}  # full: start over (a new dict, see the class)
-                memo[key] = known
+                self._actions = _kept(memo, key, known)
             return known
         digest, flags, _ = self.action_parts(tool, rule, arguments, identity)
         return digest, flags
@@ -125,18 +121,12 @@ class Fingerprinter:
             known = memo.get(key)
             if known is None:
                 policy = self.policy
-                own = rule.result_volatile_fields
-                drop = policy.result_volatile_fields if own is None else own
-                fast = native_canonical(result, drop, policy.max_bytes, policy.max_depth)
+                fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
                 if fast is not None:  # = result_parts(...)[:2], without decoding the text
                     known = (self.key.digest_after(self._prefix("result", ""), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
                 else:
                     known = self.result_parts(tool, rule, result)[:2]
-                if known[1]:
-                    return known
-                if len(memo) >= MEMO_ENTRIES:
-                    memo = self._results = {}
-                memo[key] = known
+                self._results = _kept(memo, key, known)
             return known
         digest, flags, _ = self.result_parts(tool, rule, result)
         return digest, flags
@@ -144,11 +134,14 @@ class Fingerprinter:
     def result_parts(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Any]:
         """(digest, flags, parsed value) of a result."""
         policy = self.policy
-        own = rule.result_volatile_fields  # as Policy.volatile_for, without a second lookup
-        drop = policy.result_volatile_fields if own is None else own
-        value, form, text, flags = parse_and_serialise(result, drop, policy.max_bytes, policy.max_depth)
+        value, form, text, flags = parse_and_serialise(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
         # The tool is left out on purpose: equal outputs from any tool are "seen before".
         return self._digest("result", "", form, text, ""), flags, value
+
+    def _volatile(self, rule: ToolRule) -> frozenset[str]:
+        """Policy.volatile_for, from the rule the caller already looked up."""
+        own = rule.result_volatile_fields
+        return self.policy.result_volatile_fields if own is None else own
 
     def write(
         self, tool: str, arguments_value: Any, identity: Optional[Mapping[str, Any]] = None
@@ -205,3 +198,12 @@ class Fingerprinter:
             self._prefixes[(domain, tool)] = prefix
         return prefix
 
+
+def _kept(memo: dict[Any, Any], key: Any, known: tuple[str, frozenset[str]]) -> dict[Any, Any]:
+    """The memo, holding `known` unless it is flagged (odd input, or a caller short of
+    stack: not to be served again); a full memo starts over as a new dict (see the class)."""
+    if not known[1]:
+        if len(memo) >= MEMO_ENTRIES:
+            memo = {}
+        memo[key] = known
+    return memo
