@@ -71,5 +71,5 @@ def test_the_field_order_the_hot_paths_build_records_in() -> None:
     ]
     assert list(inspect.signature(fingerprint_finished).parameters) == [
         "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
-        "trace_id", "parent_id",
+        "trace_id", "parent_id", "finished", "identity", "args_digest", "result_digest",
     ]

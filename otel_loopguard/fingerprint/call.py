@@ -13,10 +13,10 @@ from .fingerprinter import Fingerprinter
 
 def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     """Digest arguments and result (unless precomputed) and extract progress evidence."""
-    return _fingerprint(
-        fp, raw.seq, raw.tool, raw.arguments, raw.result, raw.ok, raw.finished, raw.turn, raw.call_id,
-        raw.span_id, raw.start_ns, raw.end_ns, raw.identity, raw.args_digest, raw.result_digest,
-        raw.trace_id, raw.parent_id,
+    return fingerprint_finished(
+        fp, raw.seq, raw.tool, raw.arguments, raw.result, raw.ok, raw.turn, raw.call_id, raw.span_id,
+        raw.start_ns, raw.end_ns, raw.trace_id, raw.parent_id,
+        raw.finished, raw.identity, raw.args_digest, raw.result_digest,
     )
 
 
@@ -34,34 +34,15 @@ def fingerprint_finished(
     end_ns: Optional[int],
     trace_id: Optional[str],
     parent_id: Optional[str],
+    finished: bool = True,
+    identity: Optional[Mapping[str, Any]] = None,
+    args_digest: Optional[str] = None,
+    result_digest: Optional[str] = None,
 ) -> ToolCall:
-    """`fingerprint_call` of a finished call with raw payloads, without building the RawCall
-    first: a frozen 19-field record costs more to build than the rest of this call's
-    bookkeeping (the in-process processor's path, once per tool span). The processor passes
-    the arguments by position, in this order: keywords would cost about 0.5 µs per call."""
-    return _fingerprint(fp, seq, tool, arguments, result, ok, True, turn, call_id, span_id, start_ns, end_ns,
-                        None, None, None, trace_id, parent_id)
-
-
-def _fingerprint(
-    fp: Fingerprinter,
-    seq: int,
-    tool: str,
-    arguments: Any,
-    result: Any,
-    ok: Optional[bool],
-    finished: bool,
-    turn: Optional[int],
-    call_id: Optional[str],
-    span_id: Optional[str],
-    start_ns: Optional[int],
-    end_ns: Optional[int],
-    identity: Optional[Mapping[str, Any]],
-    args_digest: Optional[str],
-    result_digest: Optional[str],
-    trace_id: Optional[str],
-    parent_id: Optional[str],
-) -> ToolCall:
+    """`fingerprint_call` without building the RawCall first: a frozen 19-field record costs
+    more to build than the rest of this call's bookkeeping. The in-process processor calls
+    it once per tool span with a finished call's raw payloads (the defaults), passing the
+    arguments by position, in this order: keywords would cost about 0.5 µs per call."""
     rule = fp.policy.rule(tool)
     args_value = None
     flags: frozenset[str] = NO_FLAGS
