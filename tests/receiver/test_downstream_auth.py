@@ -163,17 +163,24 @@ def test_tls_with_a_private_ca_delivers(pki: dict[str, Path]) -> None:
         sink.stop()
 
 
+def _refused_code(port: int) -> grpc.StatusCode:
+    """Send the loop's spans to the receiver and return the status its refusal carries."""
+    _, spans = record_spans(LOOP)
+    channel, stub = export_stub(port)
+    try:
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Export(encode(spans), timeout=10)
+    finally:
+        channel.close()
+    return err.value.code()
+
+
 def test_tls_peer_not_trusted_is_refused_back_to_the_sender_not_dropped(pki: dict[str, Path]) -> None:
     """Without the private CA the handshake fails: the sender hears UNAVAILABLE and keeps its spans."""
     sink = RecordingSink(pki)
     receiver = ReceiverThread(_config(sink.port, host="localhost", insecure=False))  # system roots only
     try:
-        _, spans = record_spans(LOOP)
-        channel, stub = export_stub(receiver.port)
-        with pytest.raises(grpc.RpcError) as err:
-            stub.Export(encode(spans), timeout=10)
-        channel.close()
-        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert _refused_code(receiver.port) == grpc.StatusCode.UNAVAILABLE
         assert sink.spans == []
         assert receiver.running.metrics.get("spans_received_total") == 0  # nothing was accepted
     finally:
@@ -193,12 +200,7 @@ def test_mutual_tls_needs_the_client_certificate(pki: dict[str, Path]) -> None:
         with_cert.stop()
     without = ReceiverThread(_config(sink.port, host="localhost", certificate_file=str(pki["ca"])))
     try:
-        _, spans = record_spans(LOOP)
-        channel, stub = export_stub(without.port)
-        with pytest.raises(grpc.RpcError) as err:
-            stub.Export(encode(spans), timeout=10)
-        channel.close()
-        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert _refused_code(without.port) == grpc.StatusCode.UNAVAILABLE
     finally:
         without.stop()
         sink.stop()
