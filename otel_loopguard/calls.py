@@ -155,6 +155,7 @@ class GuardEvent:
     tool: Optional[str] = None
 
 
+@quick_init  # built once per model span in the receiver
 @dataclass(frozen=True, slots=True)
 class ModelCall:
     """One model decision: counts turns and prices tokens for the budgets."""

@@ -17,7 +17,7 @@ from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConv
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
-_TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
+TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
 
 
 @quick_init  # built once per tool span on both hot paths (calls.quick_init)
@@ -45,20 +45,18 @@ Recognised = Union[ToolSpan, ModelSpan, None]
 
 def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Recognised:
     """A ToolSpan, a ModelSpan, or None for every other span."""
-    for conv in TOOL_CONVENTIONS:
-        if _marked(attributes, conv.marker, conv.marker_values):
+    get = attributes.get
+    for conv in TOOL_CONVENTIONS:  # markers inline: this runs for every span on both hot paths
+        marker = get(conv.marker)
+        if isinstance(marker, str) and marker in conv.marker_values:  # an array value is not a marker
             return _tool(conv, attributes, status_error)
     if TOOL_NAME in attributes:
         return _tagged_tool(attributes, status_error)
     for mconv in MODEL_CONVENTIONS:
-        if _marked(attributes, mconv.marker, mconv.marker_values):
+        marker = get(mconv.marker)
+        if isinstance(marker, str) and marker in mconv.marker_values:
             return _model(mconv, attributes)
     return None
-
-
-def _marked(attributes: Mapping[str, Any], marker: str, values: frozenset[str]) -> bool:
-    value = attributes.get(marker)
-    return isinstance(value, str) and value in values  # an array value is not a marker
 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -70,7 +68,7 @@ def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
-    tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, _TOOL_NAME_FALLBACKS)
+    tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, TOOL_NAME_FALLBACKS)
     call_id = _first(attributes, conv.call_id)
     result, result_error = unwrap_result(_first(attributes, conv.result))
     # Positional: built once per tool span on both hot paths.
@@ -97,11 +95,11 @@ def _is_error(attributes: Mapping[str, Any], status_error: bool) -> bool:
 
 def _model(conv: ModelConvention, attributes: Mapping[str, Any]) -> ModelSpan:
     model = _first(attributes, conv.model)
-    return ModelSpan(
-        convention=conv.name,
-        model=str(model) if model is not None else None,
-        input_tokens=_int(_first(attributes, conv.input_tokens)),
-        output_tokens=_int(_first(attributes, conv.output_tokens)),
+    return ModelSpan(  # positional: once per model span on both hot paths
+        conv.name,
+        str(model) if model is not None else None,
+        _int(_first(attributes, conv.input_tokens)),
+        _int(_first(attributes, conv.output_tokens)),
     )
 
 

@@ -16,46 +16,51 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
+from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.lite import LiteRequest, LiteSpan, hidden_attributes
+from ..otlp.lite import LiteRequest, hidden_attributes
 from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
 from ..otlp.values import any_value, attributes
 
 
 _log = logging.getLogger("otel_loopguard.receiver")
-_TOOL, _MODEL, _FACTS = 1, 2, 3
-
-
-def _marker_kinds() -> dict[str, dict[str, int]]:
-    """marker key -> {marker value -> tool or model}; tool conventions win, as in recognise()."""
-    out: dict[str, dict[str, int]] = {}
-    for convs, kind in ((MODEL_CONVENTIONS, _MODEL), (TOOL_CONVENTIONS, _TOOL)):
-        for c in convs:
-            out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, kind))
-    return out
-
-
-_MARKERS = tuple(_marker_kinds().items())
 _RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
-_MARKER_KEYS = tuple(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS))
-# What recognise() and span_call() read for each kind of span; no other attribute is decoded,
-# so a span's cost does not grow with its attribute count (LLM spans carry hundreds).
-_KEYS = {
-    _TOOL: tuple(dict.fromkeys([
-        *_MARKER_KEYS, *_RUN_KEYS,
-        *(k for c in TOOL_CONVENTIONS for k in (c.tool, *c.call_id, *c.arguments, *c.result)),
-        *(v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str)),
-        "error.type", "gen_ai.tool.name", "traceloop.entity.name", "tool.name",
-    ])),
-    _MODEL: tuple(dict.fromkeys([
-        *_MARKER_KEYS, *_RUN_KEYS,
-        *(k for c in MODEL_CONVENTIONS for k in (*c.model, *c.input_tokens, *c.output_tokens)),
-    ])),
-    _FACTS: _RUN_KEYS,
-}
+_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS)))
+# What recognise() and span_call() read, per convention: no other attribute is decoded, so a
+# span's cost does not grow with its attribute count (LLM spans carry hundreds). Every plan
+# holds all markers and the tagged-tool name, so recognise() makes the same choice on the
+# values read as on all the span's attributes.
+_COMMON = (*_MARKER_KEYS, conv.TOOL_NAME, *_RUN_KEYS)
+_CALL_KEYS = (conv.SEQ, conv.TURN, conv.DISPATCHED, conv.GUARD, conv.ARGS_DIGEST, conv.RESULT_DIGEST,
+              conv.KEY_ID, conv.OUTCOME, "error.type", *TOOL_NAME_FALLBACKS)
+
+
+def _plan(*keys: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*_COMMON, *keys)))
+
+
+_FACTS_PLAN = _RUN_KEYS
+_TAGGED_PLAN = _plan(*_CALL_KEYS)
+_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
+_MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
+
+
+def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
+    """marker key -> {marker value -> (rank, plan)}. The rank is recognise()'s precedence:
+    tool conventions in order, then a tagged tool, then model conventions in order."""
+    out: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
+    for rank, c in enumerate(TOOL_CONVENTIONS):
+        out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, (rank, _TOOL_PLANS[c.name])))
+    for rank, m in enumerate(MODEL_CONVENTIONS, start=len(TOOL_CONVENTIONS) + 1):
+        out.setdefault(m.marker, {}).update(dict.fromkeys(m.marker_values, (rank, _MODEL_PLANS[m.name])))
+    return tuple(out.items())
+
+
+_MARKERS = _marker_plans()
+_TAGGED_RANK = len(TOOL_CONVENTIONS)
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
-_ANY_KEYS = tuple(dict.fromkeys([*(k for k, _ in _MARKERS), conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE]))
+_ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
@@ -95,35 +100,41 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
     out = DecodedRequest([], [])
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
-            for i, raw in enumerate(ss.spans):
-                span = LiteSpan.FromString(raw)
+            for i, span in enumerate(ss.spans):
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8) or _zero(trace_id, span_id):
                     out.rejected.append(((r, s, i), _why(span)))
                     continue
                 d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
                             span.start_time_unix_nano, span.end_time_unix_nano)
-                out.spans.append(_read_guarded(d, span, raw, extra, run_id_attribute))
+                out.spans.append(_read_guarded(d, span, extra, run_id_attribute))
     return out
 
 
-def _read_guarded(d: Decoded, span: Any, raw: bytes, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
+def _read_guarded(d: Decoded, span: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
     """Read what a span says; a span we cannot make sense of is passed on unjudged, never
     allowed to cost the rest of its request (or the request an answer)."""
     try:
-        attrs = _full_attributes(raw) if hidden_attributes(span) else span.attributes
+        attrs = _full_attributes(span) if hidden_attributes(span) else span.attributes
         return _read_span(d, span, attrs, extra, run_attr)
     except Exception:
         _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
-        d.content = hash(raw)
+        d.content = _fallback_content(d, span)
         d.run_id = d.call = d.model = d.facts = d.guards = None
         return d
 
 
-def _full_attributes(raw: bytes) -> dict[str, Any]:
+def _fallback_content(d: Decoded, span: Any) -> int:
+    try:
+        return hash(span.SerializeToString())
+    except Exception:  # the content id must not fail too: times and parent still tell spans apart
+        return hash((d.start, d.end, d.parent))
+
+
+def _full_attributes(span: Any) -> dict[str, Any]:
     """Attributes as the full schema parses them: for a span whose KeyValues carry fields
     newer than ours (the map view would hide them). Last one wins, as in the map."""
-    return {kv.key: kv.value for kv in Span.FromString(raw).attributes}
+    return {kv.key: kv.value for kv in Span.FromString(span.SerializeToString()).attributes}
 
 
 def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
@@ -156,27 +167,26 @@ def _why(span: Any) -> str:
     return f"span {name!r}: parent_span_id must be empty or 8 bytes (got {len(span.parent_span_id)})"
 
 
-def _kind(attrs: Any) -> Optional[int]:
-    """Tool, model or run facts, from C-level map lookups only; None for every other span.
-    Same precedence as recognise(): any tool marker, then a tagged tool, then a model."""
-    for key in _ANY_KEYS:  # most spans carry none of them: settled in a few lookups
+def _plan_of(attrs: Any) -> Optional[tuple[str, ...]]:
+    """The keys to read: those of the convention recognise() will pick, from C-level map
+    lookups only; None for every other span (most spans carry no marker at all)."""
+    for key in _ANY_KEYS:
         if key in attrs:
             break
     else:
         return None
-    found = None
-    for key, kinds in _MARKERS:
+    best: Optional[tuple[int, tuple[str, ...]]] = None
+    for key, plans in _MARKERS:
         value = attrs.get(key)
         if value is not None:
-            kind = kinds.get(value.string_value)
-            if kind == _TOOL:
-                return kind
-            found = found or kind
-    if conv.TOOL_NAME in attrs:
-        return _TOOL
-    if found is None and (conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs):
-        return _FACTS
-    return found
+            found = plans.get(value.string_value)  # "" for a value of another type: no marker
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+    if conv.TOOL_NAME in attrs and (best is None or best[0] > _TAGGED_RANK):
+        return _TAGGED_PLAN
+    if best is None:
+        return _FACTS_PLAN if (conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs) else None
+    return best[1]
 
 
 def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -184,9 +194,21 @@ def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     for key in keys:
         if key in attrs:
             value = attrs[key]
+            text = value.string_value  # most values are non-empty strings: one read settles them
+            if text:
+                out[key] = text
+                continue
             which = value.WhichOneof("value")
             out[key] = getattr(value, which) if which in _SCALARS else any_value(value)
     return out
+
+
+def _content(values: dict[str, Any]) -> int:
+    """The attributes judged, as part of the content id. Typed, so 1, 1.0 and True differ."""
+    try:
+        return hash((tuple(values.items()), tuple(map(type, values.values()))))
+    except TypeError:  # a list value (array attribute)
+        return hash(repr(values))
 
 
 def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
@@ -201,11 +223,11 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
         if d.guards:
             # The same run as the audit puts them in: loopguard.run.id or the configured attribute.
             d.run_id = run_id_of(_values(attrs, (conv.RUN_ID, *((run_attr,) if run_attr else ()))), d.trace_id, run_attr)
-    kind = None if own else _kind(attrs)
-    if kind is None:
+    plan = None if own else _plan_of(attrs)
+    if plan is None:
         return d
-    values = _values(attrs, _KEYS[kind] + extra)
-    d.content = hash((d.content, repr(values)))  # the attributes judged are part of what must match
+    values = _values(attrs, plan + extra if extra else plan)
+    d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     found = recognise(values, status == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return d

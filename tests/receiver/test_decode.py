@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
@@ -210,3 +212,55 @@ def test_a_guard_decision_on_a_span_that_is_no_call_joins_the_audits_run(
     audit = SpanCollector(run_attr)
     audit.add(Req.FromString(_request([span])))
     assert audit.guard_events(expected)
+
+
+# Every key some convention reads, and values of every type, markers included: whatever a
+# span carries, the plan chosen from its markers must read what recognise() would pick.
+_MARKER_VALUES = ["execute_tool", "chat", "text_completion", "generate_content", "TOOL", "tool", "LLM",
+                  "llm", "completion", "CHAIN", ""]
+_ANY = st.one_of(st.sampled_from(_MARKER_VALUES), st.text(max_size=8), st.integers(-3, 5), st.booleans(),
+                 st.floats(allow_nan=False), st.lists(st.sampled_from(["execute_tool", "x"]), max_size=2))
+
+
+def _keys() -> list[str]:
+    from otel_loopguard.conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+    from otel_loopguard.conventions import attributes as conv
+
+    keys = {"error.type", "gen_ai.conversation.id"}
+    for c in TOOL_CONVENTIONS:
+        keys.update((c.marker, c.tool, *c.call_id, *c.arguments, *c.result))
+    for m in MODEL_CONVENTIONS:
+        keys.update((m.marker, *m.model, *m.input_tokens, *m.output_tokens))
+    keys.update(v for k, v in vars(conv).items() if k.isupper() and isinstance(v, str))
+    return sorted(keys)
+
+
+_MARKER_KEYS = ["gen_ai.operation.name", "openinference.span.kind", "llm.request.type", "traceloop.span.kind"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(markers=st.dictionaries(st.sampled_from(_MARKER_KEYS), st.sampled_from(_MARKER_VALUES), max_size=4),
+       others=st.dictionaries(st.sampled_from(_keys()), _ANY, max_size=10), error=st.booleans(),
+       run_attr=st.sampled_from([None, "gen_ai.conversation.id"]))
+def test_the_plan_read_matches_the_full_parse_whatever_the_span_carries(
+        markers: dict[str, Any], others: dict[str, Any], error: bool, run_attr: Any) -> None:
+    attrs = {**others, **markers}  # markers most of the time, competing ones too
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv(k, v) for k, v in attrs.items()],
+                status=Status(code=Status.STATUS_CODE_ERROR if error else 0))
+    d = decode(_request([span]), run_attr).spans[0]
+    call, model, run_id = _full(span, run_attr)
+    assert d.call == call
+    assert (d.model is None) == (model is None)
+    if model is not None:
+        assert (d.model.model, d.model.input_tokens, d.model.output_tokens) == (
+            model.model, model.input_tokens, model.output_tokens)
+    if call is not None or model is not None:
+        assert d.run_id == run_id
+
+
+def test_the_content_id_tells_an_int_from_a_bool_or_a_float() -> None:
+    """1, 1.0 and True hash alike in Python; a span re-sent with another type is not a re-delivery."""
+    base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    contents = {_one({**base, "loopguard.turn": v}).content for v in (1, 1.0, True)}
+    assert len(contents) == 3
