@@ -73,3 +73,14 @@ def test_the_field_order_the_hot_paths_build_records_in() -> None:
         "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
         "trace_id", "parent_id", "finished", "identity", "args_digest", "result_digest",
     ]
+
+
+@pytest.mark.parametrize("call", [
+    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p"),
+    ToolCall(0, "t", "a", "r", False, 3, "c", "s", 1, 2, Evidence(version=1.0), "tr", "p", "w", "wk", frozenset({"f"})),
+])
+def test_renumbered_changes_seq_and_turn_and_keeps_every_other_field(call: object) -> None:
+    """The positional copy must list every field: compared with dataclasses.replace field by field."""
+    moved = call.renumbered(9, 4)  # type: ignore[attr-defined]
+    assert moved == dataclasses.replace(call, seq=9, turn=4)  # type: ignore[type-var]
+    assert [f.name for f in dataclasses.fields(call) if getattr(moved, f.name) != getattr(call, f.name)] == ["seq", "turn"]  # type: ignore[arg-type]

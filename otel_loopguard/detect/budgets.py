@@ -7,12 +7,13 @@ reached: the limit is the last call allowed, so the next one must not run.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Optional
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import Finding, finding
-from ..policy import Policy, ToolRule
+from ..policy import BudgetRule, Policy, ToolRule
 from .base import Latch, Step
 
 _NS = 1e9
@@ -25,16 +26,8 @@ class BudgetDetector:
     def __init__(self, policy: Policy):
         self._policy = policy
         self._rule = policy.budget
-        self._latches = {k: Latch() for k in ("turns", "tool_calls", "cost", "seconds")}
-        r = self._rule
-        limits = {"turns": r.max_turns, "tool_calls": r.max_tool_calls, "cost": r.max_cost_usd, "seconds": r.max_seconds}
-        self._warn = {
-            name: warn_at(limit, r.warn_ratio, name in ("turns", "tool_calls"))
-            for name, limit in limits.items()
-            if limit is not None
-        }
-        # Below this a budget cannot fire (its warn level, or its limit if that is lower).
-        self._due = {name: min(self._warn[name], limit) for name, limit in limits.items() if limit is not None}
+        self._latches = {"turns": Latch(), "tool_calls": Latch(), "cost": Latch(), "seconds": Latch()}
+        self._warn, self._due = _levels(policy.budget)
         self._tool_calls = 0
         self._turns = 0
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
@@ -105,6 +98,20 @@ class BudgetDetector:
 
 
 _NEVER = math.inf  # the warn level of a budget the policy leaves unset
+
+
+@lru_cache(maxsize=64)
+def _levels(r: BudgetRule) -> tuple[dict[str, float], dict[str, float]]:
+    """Warn levels, and the level below which each budget cannot fire (its warn level, or
+    its limit if that is lower). Computed once per rule: every run of the receiver starts
+    a BudgetDetector, and the results are never mutated."""
+    limits = {"turns": r.max_turns, "tool_calls": r.max_tool_calls, "cost": r.max_cost_usd, "seconds": r.max_seconds}
+    warn = {
+        name: warn_at(limit, r.warn_ratio, name in ("turns", "tool_calls"))
+        for name, limit in limits.items()
+        if limit is not None
+    }
+    return warn, {name: min(warn[name], limit) for name, limit in limits.items() if limit is not None}
 _UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
 
 

@@ -22,7 +22,7 @@ class CycleDetector:
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
         periods = range(self._rule.min_period, self._rule.max_period + 1)
-        self._matched = {p: 0 for p in periods}
+        self._matched = dict.fromkeys(periods, 0)
         self._latches = {p: Latch() for p in periods}
         self._recent: deque[tuple[tuple[str, object, object], ToolCall]] = deque(
             maxlen=self._rule.max_period * self._rule.stop_at

@@ -7,7 +7,6 @@ ended before it started. Re-deliveries of one span get one number.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional, TypeVar, Union
 
 from ..calls import RawCall, ToolCall
@@ -27,7 +26,7 @@ def order_calls(calls: list[C], model_ends: list[int]) -> list[C]:
     for c in calls:
         seq = order[c.span_id or f"#{id(c)}"]
         turn = c.turn if c.turn is not None else _turn_of(c, model_ends)
-        out.append(replace(c, seq=seq, turn=turn))
+        out.append(c.renumbered(seq, turn))
     return sorted(out, key=lambda c: c.seq)
 
 

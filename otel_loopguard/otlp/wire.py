@@ -63,8 +63,19 @@ def any_value(v: Any) -> bytes:
 def attributes(values: Mapping[str, Any], tag: int) -> bytes:
     """KeyValues (key 1, value 2) as repeated field `tag` of the enclosing message."""
     return b"".join(
-        _field(tag, _key(k) + _field(0x12, any_value(v))) for k, v in values.items()
+        _pair(tag, k, v) if v.__class__ in _SCALARS else _field(tag, _key(k) + _field(0x12, any_value(v)))
+        for k, v in values.items()
     )
+
+
+_SCALARS = frozenset({str, int, bool, float})
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different values here
+def _pair(tag: int, key: str, value: Any) -> bytes:
+    """One scalar KeyValue, encoded once: run and finding spans repeat most of theirs
+    (flags, small counts, kinds, run ids) from span to span."""
+    return _field(tag, _key(key) + _field(0x12, any_value(value)))
 
 
 def event(name: str, time_ns: int, values: Mapping[str, Any]) -> bytes:
