@@ -198,8 +198,7 @@ def pipeline(payloads: list[bytes]) -> int:
     for data in payloads:
         decoded = decode(data)
         fresh = [d for d in decoded.spans if deduper.check(d.key, d.content) == "new"]
-        for d in fresh:
-            deduper.remember(d.key, d.content)
+        deduper.remember_all((d.key, d.content) for d in fresh)
         finding_spans += len(assembler.accept(fresh))
     return finding_spans + len(assembler.flush())
 

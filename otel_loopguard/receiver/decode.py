@@ -102,7 +102,8 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
         for s, ss in enumerate(rs.scope_spans):
             for i, span in enumerate(ss.spans):
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8) or _zero(trace_id, span_id):
+                if (len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8)
+                        or trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN):
                     out.rejected.append(((r, s, i), _why(span)))
                     continue
                 d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
@@ -152,10 +153,6 @@ def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
             out.append(GuardEvent(event.time_unix_nano, str(kind) if kind else None,
                                   bool(e["loopguard.dispatched"]), str(tool) if tool else None))
     return out or None
-
-
-def _zero(trace_id: bytes, span_id: bytes) -> bool:
-    return trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN
 
 
 def _why(span: Any) -> str:

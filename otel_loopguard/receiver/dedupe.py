@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable
+from typing import Callable, Iterable
 
 NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
 
@@ -34,16 +34,22 @@ class SpanDeduper:
         return DUPLICATE if seen == content else CONFLICT
 
     def remember(self, key: Key, content: Content) -> None:
-        if key in self._seen:
-            return
+        self.remember_all(((key, content),))
+
+    def remember_all(self, spans: Iterable[tuple[Key, Content]]) -> None:
+        """Remember an accepted request's spans: one clock reading and one eviction pass
+        for the whole request (a request carries hundreds of spans)."""
         now = self._clock()
+        seen, order = self._seen, self._order
+        for key, content in spans:
+            if key not in seen:
+                seen[key] = content
+                order.append((now, key))
         self._expire(now)
-        self._seen[key] = content
-        self._order.append((now, key))
 
     def _expire(self, now: float) -> None:
         order, seen = self._order, self._seen
-        while order and (len(seen) >= self._max or now - order[0][0] >= self._ttl):
+        while order and (len(seen) > self._max or now - order[0][0] >= self._ttl):
             _, key = order.popleft()
             del seen[key]
             self.evictions += 1

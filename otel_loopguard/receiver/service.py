@@ -104,8 +104,7 @@ class TraceReceiver:
         self._metrics.inc("spans_rejected_total", len(rejected))
         for _, verdict in dropped:
             self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
-        for d in fresh:
-            self._deduper.remember(d.key, d.content)
+        self._deduper.remember_all((d.key, d.content) for d in fresh)
         self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
         out = self._assembler.accept(fresh)
         for d, verdict in dropped:
