@@ -38,6 +38,9 @@ DETECTORS = (
 
 
 MAX_DISTINCT_ACTIONS = 16384
+# Positions in DETECTORS, worked out once rather than searched for in every new run.
+_BUDGET = DETECTORS.index(BudgetDetector)
+_PREVIEWS = tuple(i for i, cls in enumerate(DETECTORS) if hasattr(cls, "preview"))
 
 
 def _ALWAYS(rule: ToolRule) -> bool:  # noqa: N802 - a constant predicate
@@ -57,6 +60,23 @@ class RunSummary:
     first_result: Optional[str] = None
 
 
+_APPLYING: dict[int, tuple[ToolRule, tuple[int, ...]]] = {}
+MAX_RULES_REMEMBERED = 4096
+
+
+def _applying(rule: ToolRule) -> tuple[int, ...]:
+    """Indexes in DETECTORS of the detectors that judge calls under `rule`: the same for
+    every run, so worked out once per rule object (kept alive here, so its id stays its own)."""
+    known = _APPLYING.get(id(rule))
+    if known is not None and known[0] is rule:
+        return known[1]
+    found = tuple(i for i, cls in enumerate(DETECTORS) if getattr(cls, "applies", _ALWAYS)(rule))
+    if len(_APPLYING) >= MAX_RULES_REMEMBERED:
+        _APPLYING.clear()  # policies reloaded many times over: start over rather than grow
+    _APPLYING[id(rule)] = (rule, found)
+    return found
+
+
 class OutOfOrderError(ValueError):
     """A shell fed a call whose sequence is not after the previous one."""
 
@@ -69,13 +89,13 @@ class Run:
         self.policy = policy
         self.progress = ProgressTracker(policy)
         self._detectors: list[Detector] = [cls(policy) for cls in DETECTORS]
-        self._budget = next(d for d in self._detectors if isinstance(d, BudgetDetector))
+        self._budget: BudgetDetector = self._detectors[_BUDGET]  # type: ignore[assignment]
         self.decision = 0
         self._last_turn: Optional[int] = None
         self.last_call: Optional[ToolCall] = None
         self.summary = RunSummary()
         self.stopped: Optional[Finding] = None  # the first stop-level finding, if any
-        self._previews = [d for d in self._detectors if hasattr(d, "preview")]
+        self._previews = [self._detectors[i] for i in _PREVIEWS]
         self._actions = BoundedSet(MAX_DISTINCT_ACTIONS)
         self._by_rule: dict[int, tuple[Callable[[Step], list[Finding]], ...]] = {}
 
@@ -110,7 +130,8 @@ class Run:
         """The detectors that can judge calls under this rule. Some only ever judge a few
         tools (a poll rule, a side effect, a call cap); an ordinary call skips them.
         Keyed by the rule object: the policy holds one per configured tool, plus a default."""
-        observers = tuple(d.observe for d in self._detectors if getattr(d, "applies", _ALWAYS)(rule))
+        detectors = self._detectors
+        observers = tuple(detectors[i].observe for i in _applying(rule))
         self._by_rule[id(rule)] = observers
         return observers
 

@@ -40,6 +40,7 @@ class _Held:
 
 
 _ORDINARY = _Held(True, None)  # shared by every call that no guard touched
+_NO_FACTS = RunFacts()
 
 
 class RunBuffer:
@@ -48,7 +49,7 @@ class RunBuffer:
         self._fp = fp
         self.run = Run(run_id, fp.policy)
         self.trail = GuardTrail()
-        self.facts = RunFacts()
+        self.facts = _NO_FACTS  # frozen: replaced, never changed
         self.next_seq = 1
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
         self.untagged: list[tuple[ToolCall, _Held]] = []
