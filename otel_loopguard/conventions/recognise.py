@@ -110,6 +110,8 @@ def _int(v: Any) -> int:
         return max(0, v)
     if isinstance(v, float):
         return max(0, int(v)) if math.isfinite(v) else 0  # NaN and infinity count as unknown
-    if isinstance(v, str) and v.isdigit():
+    # isdecimal, not isdigit: "²" is a digit int() refuses. Longer texts are no token count
+    # (and int() refuses texts beyond 4300 digits).
+    if isinstance(v, str) and v.isdecimal() and len(v) <= 19:
         return int(v)
     return 0

@@ -63,7 +63,7 @@ def _build() -> tuple[Any, Any]:
             ("dropped_events_count", 12, _F.TYPE_UINT32, opt, ""),
             ("links", 13, _F.TYPE_BYTES, rep, ""),
             ("dropped_links_count", 14, _F.TYPE_UINT32, opt, ""),
-            ("status", 15, _F.TYPE_MESSAGE, opt, f".{_PACKAGE}.Status"),
+            ("status", 15, _F.TYPE_BYTES, opt, ""),  # raw: status_code() reads it (a message costs more)
             ("flags", 16, _F.TYPE_FIXED32, opt, ""),
         ],
     )
@@ -78,10 +78,18 @@ def _build() -> tuple[Any, Any]:
     def cls(name: str) -> Any:
         return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
 
-    return cls("Request"), cls("Span")
+    return cls("Request"), cls("Span"), cls("Status")
 
 
-LiteRequest, LiteSpan = _build()
+LiteRequest, LiteSpan, _Status = _build()
+# Status bytes as most encoders write them: unset (no field, or an empty message), OK, ERROR.
+_USUAL_STATUS = {b"": 0, b"\x18\x01": 1, b"\x18\x02": 2}
+
+
+def status_code(raw: bytes) -> int:
+    """Span.status.code from the raw Status message."""
+    code = _USUAL_STATUS.get(raw)
+    return code if code is not None else _Status.FromString(raw).code
 _ATTRIBUTES = 9
 
 

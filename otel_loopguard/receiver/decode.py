@@ -19,7 +19,7 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.lite import LiteRequest, hidden_attributes
+from ..otlp.lite import LiteRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
 from ..otlp.values import any_value, attributes
 
@@ -108,21 +108,21 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
                     continue
                 d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
                             span.start_time_unix_nano, span.end_time_unix_nano)
-                out.spans.append(_read_guarded(d, span, extra, run_id_attribute))
+                try:  # inline, not a helper: this loop runs once per span of every request
+                    _read_span(d, span, _full_attributes(span) if hidden_attributes(span) else span.attributes,
+                               extra, run_id_attribute)
+                except Exception:
+                    _unreadable(d, span)
+                out.spans.append(d)
     return out
 
 
-def _read_guarded(d: Decoded, span: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
-    """Read what a span says; a span we cannot make sense of is passed on unjudged, never
-    allowed to cost the rest of its request (or the request an answer)."""
-    try:
-        attrs = _full_attributes(span) if hidden_attributes(span) else span.attributes
-        return _read_span(d, span, attrs, extra, run_attr)
-    except Exception:
-        _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
-        d.content = _fallback_content(d, span)
-        d.run_id = d.call = d.model = d.facts = d.guards = None
-        return d
+def _unreadable(d: Decoded, span: Any) -> None:
+    """A span we cannot make sense of is passed on unjudged, never allowed to cost the rest
+    of its request (or the request an answer)."""
+    _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
+    d.content = _fallback_content(d, span)
+    d.run_id = d.call = d.model = d.facts = d.guards = None
 
 
 def _fallback_content(d: Decoded, span: Any) -> int:
@@ -208,9 +208,9 @@ def _content(values: dict[str, Any]) -> int:
         return hash(repr(values))
 
 
-def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> Decoded:
+def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> None:
     own = span.name in _OWN_SPANS
-    status = span.status.code
+    status = status_code(span.status)
     # Content id for dedupe: what a re-delivery repeats even through another encoder
     # (which may write empty fields or order them differently), so it is a duplicate,
     # while a different span under the same id is a conflict.
@@ -222,12 +222,12 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
             d.run_id = run_id_of(_values(attrs, (conv.RUN_ID, *((run_attr,) if run_attr else ()))), d.trace_id, run_attr)
     plan = None if own else _plan_of(attrs)
     if plan is None:
-        return d
+        return
     values = _values(attrs, plan + extra if extra else plan)
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     found = recognise(values, status == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
-        return d
+        return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
         d.call = span_call(span, values, found)
@@ -235,4 +235,3 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
         d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, d.end)
     if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
         d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
-    return d

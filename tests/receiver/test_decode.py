@@ -264,3 +264,31 @@ def test_the_content_id_tells_an_int_from_a_bool_or_a_float() -> None:
     base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
     contents = {_one({**base, "loopguard.turn": v}).content for v in (1, 1.0, True)}
     assert len(contents) == 3
+
+
+@pytest.mark.parametrize("status", [Status(), Status(code=1), Status(code=2), Status(code=2, message="boom"),
+                                    Status(message="only a message")])
+def test_the_status_code_is_read_from_the_raw_status_as_the_full_parse_reads_it(status: Status) -> None:
+    from otel_loopguard.otlp.lite import status_code
+
+    assert status_code(status.SerializeToString()) == status.code
+    reordered = b"".join(sorted(_field(0x12, status.message.encode()) if f == "m" else b"\x18" + bytes([status.code])
+                                for f in ("m", "c") if (f == "m" and status.message) or (f == "c" and status.code)))
+    assert status_code(reordered) == status.code  # another encoder's field order
+
+
+def test_an_error_status_with_a_message_marks_the_call_failed() -> None:
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "t")],
+                status=Status(code=Status.STATUS_CODE_ERROR, message="Timeout"))
+    assert decode(_request([span])).spans[0].call.ok is False
+
+
+@pytest.mark.parametrize("text, tokens", [("42", 42), ("²", 0), ("٣", 3), ("9" * 5000, 0), ("-5", 0), ("1e3", 0)])
+def test_token_counts_written_as_text_never_break_recognition(text: str, tokens: int) -> None:
+    """A count in a string attribute is read when int() reads it as a whole count; any other
+    text counts as unknown ("²" is a digit int() refuses; 5000 digits are beyond int())."""
+    found = recognise({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": text})
+    assert isinstance(found, ModelSpan) and found.input_tokens == tokens
+    d = _one({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": text})
+    assert d.model is not None and d.model.input_tokens == tokens
