@@ -372,6 +372,39 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
     return value, out
 
 
+# What a flat object may hold for native_flat: JSON scalars by exact type (a subclass, an
+# enum say, takes the general path, which writes its base value).
+_FLAT_SCALARS = frozenset({str, int, bool, float, type(None)})
+MAX_FLAT_KEYS = 64
+
+
+def native_flat(value: Any, drop_keys: frozenset[str]) -> Optional[bytes]:
+    """Canonical UTF-8 text of an already-parsed flat object (string keys, scalar values:
+    what framework wrappers and most tool arguments are once unwrapped) through orjson, or
+    None for anything else. Equal to `serialise(parse(value))` whenever it answers: no
+    key to drop, no flag (every float finite), and the same checks on orjson's writing as
+    `_native` (floats it writes otherwise, integers beyond 64 bits and lone surrogates,
+    which it refuses)."""
+    if _orjson_loads is None or type(value) is not dict or len(value) > MAX_FLAT_KEYS:
+        return None
+    for k, v in value.items():
+        t = type(v)
+        if type(k) is not str or t not in _FLAT_SCALARS or (t is float and not math.isfinite(v)):
+            return None
+    if drop_keys and not value.keys().isdisjoint(drop_keys):
+        return None
+    try:
+        out = _orjson_dumps(value, option=_ORJSON_SORT)
+    except (TypeError, ValueError):
+        return None
+    if _SIGNED_EXPONENTS:
+        if (out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or out.find(b"0.0000") >= 0) and _FLOAT_DIFFERS.search(out):
+            return None
+    elif _FLOAT_OUT.search(out):
+        return None
+    return out
+
+
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:
     source = parsed.source
     if source is None:

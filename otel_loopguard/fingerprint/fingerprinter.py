@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, Parsed, native_canonical, parse, parse_and_serialise, serialise
+from .canonical import NO_FLAGS, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
 from .keys import DigestKey
 from ..paths import get_path, without_paths
 
@@ -109,6 +109,10 @@ class Fingerprinter:
                     known = self.action_parts(tool, rule, arguments)[:2]
                 self._actions = _kept(memo, key, known)
             return known
+        if not identity and not (rule.ignore_fields or rule.defaults):
+            flat = native_flat(arguments, _NO_KEYS)  # parsed arguments (a dict): no memo, no walk
+            if flat is not None:
+                return self.key.digest_after(self._prefix("action", tool), _JSON_NO_IDENTITY + flat), NO_FLAGS
         digest, flags, _ = self.action_parts(tool, rule, arguments, identity)
         return digest, flags
 
@@ -128,6 +132,9 @@ class Fingerprinter:
                     known = self.result_parts(tool, rule, result)[:2]
                 self._results = _kept(memo, key, known)
             return known
+        flat = native_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
+        if flat is not None:
+            return self.key.digest_after(self._prefix("result", ""), _JSON_NO_IDENTITY + flat), NO_FLAGS
         digest, flags, _ = self.result_parts(tool, rule, result)
         return digest, flags
 

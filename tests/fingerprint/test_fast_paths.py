@@ -395,3 +395,59 @@ def test_the_memo_keeps_no_flagged_digest() -> None:
     digest, flags = fp.action_digest("t", fp.policy.rule("t"), deep)
     assert flags and not fp._actions
     assert fp.action_digest("t", fp.policy.rule("t"), '{"a":1}')[1] == frozenset() and len(fp._actions) == 1
+
+
+# --- native_flat: parsed flat objects (unwrapped results, parsed arguments) ------------------
+_odd_floats = st.sampled_from([1e-7, 1e-5, 0.0001, 1e16, 1e22, -0.0, 5e-324, 2.0**64, 1.5, float("nan"), float("inf")])
+_flat_scalars = scalars | _odd_floats | st.sampled_from(["\ud800", "a\udfffb", "\u2028", "\x00\x1f", "é\"\\/"])
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(max_size=8) | st.sampled_from(["timestamp", "id", "\ud800"]), _flat_scalars, max_size=8),
+       st.frozensets(st.sampled_from(["a", "timestamp", "id"]), max_size=2))
+def test_native_flat_equals_the_general_path_whenever_it_answers(obj: dict[str, Any], drop: frozenset[str]) -> None:
+    fast = canon.native_flat(obj, drop)
+    general = canon.serialise(canon.parse(obj), drop_keys=drop)
+    if fast is not None:
+        assert general.flags == canon.NO_FLAGS
+        assert fast == general.text.encode("utf-8")
+
+
+@pytest.mark.parametrize("obj", [
+    {"content": "order A-1: pending", "status": "success"}, {"b": 1, "a": [1][0], "c": True, "d": None},
+    {"x": 1.5, "y": -0.0, "z": 123456789.25}, {}, {"é": "ü", "k": "line\nbreak"},
+])
+def test_native_flat_takes_ordinary_flat_objects(obj: dict[str, Any]) -> None:
+    fast = canon.native_flat(obj, frozenset({"timestamp"}))
+    assert fast is not None and fast.decode() == canon.serialise(canon.parse(obj)).text
+
+
+def test_native_flat_declines_what_only_the_general_path_gets_right() -> None:
+    import enum
+
+    class Colour(str, enum.Enum):
+        RED = "red"
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    declined = [
+        {"a": {"nested": 1}}, {"a": [1, 2]}, {1: "int key"}, {"a": float("nan")}, {"a": float("inf")},
+        {"a": 1e-7}, {"a": 1e22}, {"a": 2**70}, {"a": "\ud800"}, {"a": Colour.RED}, {"a": Level.HIGH},
+        {"timestamp": 1, "a": 2}, ["not", "an", "object"], "text", None, {f"k{i}": i for i in range(65)},
+    ]
+    for obj in declined:
+        assert canon.native_flat(obj, frozenset({"timestamp"})) is None, obj
+
+
+def test_an_unwrapped_result_takes_the_native_path_and_keeps_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    fp = Fingerprinter(DigestKey(b"native-flat-digest-key-01234"), Policy())
+    rule = fp.policy.rule("lookup")
+    result = {"content": "order A-1: pending", "status": "success"}
+    arguments = {"order_id": "A-1", "include_items": True, "limit": 5}
+    expected = fp.result_parts("lookup", rule, result)[:2], fp.action_parts("lookup", rule, arguments)[:2]
+    walked: list[Any] = []
+    real = canon._walk
+    monkeypatch.setattr(canon, "_walk", lambda *a: walked.append(a) or real(*a))
+    assert (fp.result_digest("lookup", rule, result), fp.action_digest("lookup", rule, arguments)) == expected
+    assert walked == []  # mutation check: without native_flat both would have been walked
