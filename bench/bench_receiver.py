@@ -4,9 +4,10 @@
     .venv/bin/python bench/bench_receiver.py          # table
     .venv/bin/python bench/bench_receiver.py --json
 
-1. Pipeline throughput (spans/s, one process, no transport): decode -> dedupe ->
-   assemble -> detect -> finding spans, on a realistic agent-trace mix (tool,
-   model, chain and HTTP spans with typical attribute counts), side by side with
+1. Pipeline throughput (spans/s, one process, no transport): validate and decode
+   (as the service does) -> dedupe -> assemble -> detect -> finding spans, on a
+   realistic agent-trace mix (tool, model, chain and HTTP spans with typical
+   attribute counts), side by side with
    a naive passthrough measured in the same process: parse -> read every
    attribute -> re-serialise. Untagged spans (apps without the processor) and
    processor-tagged spans (digests present) are measured separately.
@@ -55,6 +56,7 @@ from otel_loopguard.receiver.config import ReceiverConfig
 from otel_loopguard.receiver.decode import decode
 from otel_loopguard.receiver.dedupe import SpanDeduper
 from otel_loopguard.receiver.metrics import Metrics
+from otel_loopguard.receiver.service import parse_request
 
 KEY = b"bench-key-0123456789abcdef"
 SPANS_PER_REQUEST = 512
@@ -196,7 +198,7 @@ def pipeline(payloads: list[bytes]) -> int:
     deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     finding_spans = 0
     for data in payloads:
-        decoded = decode(data)
+        _, decoded = parse_request(data, None)  # what the service does: validate, then decode
         fresh = [d for d in decoded.spans if deduper.check(d.key, d.content) == "new"]
         deduper.remember_all((d.key, d.content) for d in fresh)
         finding_spans += len(assembler.accept(fresh))
