@@ -59,6 +59,13 @@ class Canonical(NamedTuple):
     flags: frozenset[str]
 
 
+# How JSON text can begin (after JSON whitespace): what the stdlib decoder accepts, the
+# NaN and Infinity it reads (and flags) included. Any other text is no JSON at all.
+_JSON_SPACE = " \t\n\r"
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
+_OPAQUE = frozenset({OPAQUE_TEXT})
+
+
 class _TooDeep(Exception):
     pass
 
@@ -75,11 +82,13 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_LARGE}))
     if value.count("[") + value.count("{") > MAX_TEXT_DEPTH and _nesting_over(value, MAX_TEXT_DEPTH):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
+    if value.lstrip(_JSON_SPACE)[:1] not in _JSON_STARTS:
+        return Parsed(value, "text", _OPAQUE)  # prose, not JSON: settled without a failed decode
     flags: set[str] = set()
     try:
         parsed = _loads(value, flags)
     except (ValueError, RecursionError):
-        return Parsed(value, "text", frozenset({OPAQUE_TEXT}))
+        return Parsed(value, "text", _OPAQUE)
     if isinstance(parsed, str) and parsed.lstrip()[:1] in ("{", "[") and not _nesting_over(parsed, MAX_TEXT_DEPTH):
         inner: set[str] = set()
         try:

@@ -451,3 +451,17 @@ def test_an_unwrapped_result_takes_the_native_path_and_keeps_its_digest(monkeypa
     monkeypatch.setattr(canon, "_walk", lambda *a: walked.append(a) or real(*a))
     assert (fp.result_digest("lookup", rule, result), fp.action_digest("lookup", rule, arguments)) == expected
     assert walked == []  # mutation check: without native_flat both would have been walked
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.sampled_from(["", " ", "\n\t", "\r", "\x0c", "\xa0", "\u3000"]),
+       st.text(max_size=6) | st.sampled_from(["NaN", "Infinity", "-Infinity", "true", "null", "1", "-0", "{}", "[1]",
+                                              '"s"', "tru", "nul", "+1", ".5", "'a'", "None", "True", "{'a': 1}"]),
+       st.text(max_size=4))
+def test_text_settled_as_prose_without_a_decode_is_text_the_decoder_refuses(before: str, body: str, after: str) -> None:
+    """parse() calls text that cannot begin JSON opaque at once: the decoder must agree."""
+    text = before + body + after
+    if text.lstrip(" \t\n\r")[:1] not in canon._JSON_STARTS:
+        with pytest.raises(ValueError):
+            json.loads(text)
+        assert canon.parse(text) == canon.Parsed(text, "text", frozenset({canon.OPAQUE_TEXT}))
