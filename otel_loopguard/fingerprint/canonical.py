@@ -64,6 +64,10 @@ class Canonical(NamedTuple):
 _JSON_SPACE = " \t\n\r"
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 _OPAQUE = frozenset({OPAQUE_TEXT})
+# The same flag for text settled by its first character: that verdict depends on nothing
+# but the text (a failed decode may be the caller's stack running short), so a memo may
+# keep it. Equal to _OPAQUE; told apart by identity (fingerprinter._kept).
+PROSE = frozenset({OPAQUE_TEXT})
 
 
 class _TooDeep(Exception):
@@ -83,7 +87,7 @@ def parse(value: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parsed:
     if value.count("[") + value.count("{") > MAX_TEXT_DEPTH and _nesting_over(value, MAX_TEXT_DEPTH):
         return Parsed(value, "text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
     if value.lstrip(_JSON_SPACE)[:1] not in _JSON_STARTS:
-        return Parsed(value, "text", _OPAQUE)  # prose, not JSON: settled without a failed decode
+        return Parsed(value, "text", PROSE)  # prose, not JSON: settled without a failed decode
     flags: set[str] = set()
     try:
         parsed = _loads(value, flags)

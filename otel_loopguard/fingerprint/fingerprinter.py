@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
+from .canonical import NO_FLAGS, PROSE, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
 from .keys import DigestKey
 from ..paths import get_path, without_paths
 
@@ -208,8 +208,9 @@ class Fingerprinter:
 
 def _kept(memo: dict[Any, Any], key: Any, known: tuple[str, frozenset[str]]) -> dict[Any, Any]:
     """The memo, holding `known` unless it is flagged (odd input, or a caller short of
-    stack: not to be served again); a full memo starts over as a new dict (see the class)."""
-    if not known[1]:
+    stack: not to be served again) other than as prose; a full memo starts over as a new
+    dict (see the class)."""
+    if not known[1] or known[1] is PROSE:
         if len(memo) >= MEMO_ENTRIES:
             memo = {}
         memo[key] = known

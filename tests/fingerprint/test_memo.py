@@ -115,3 +115,18 @@ def test_tool_names_of_any_length_are_digested_but_long_ones_never_cached() -> N
     assert not fp._actions and not fp._results
     assert all(tool != long_tool for _, tool in fp._prefixes)
     assert first.action != _call(fp, long_tool[:-1], '{"a": 1}', '{"ok": true}').action  # the name still counts
+
+
+def test_prose_results_are_kept_but_text_a_decode_refused_is_not() -> None:
+    """Prose ("order A-1: pending") is opaque whatever the stack: kept and served with its
+    flag. Text that begins like JSON but fails to decode may have failed for lack of stack:
+    computed afresh every time."""
+    fp = Fingerprinter(KEY, POLICY)
+    rule = POLICY.rule("get_status")
+    prose, broken = "order A-1: pending", '{"status": "ok"'
+    first = fp.result_digest("get_status", rule, prose)
+    assert first == fp.result_parts("get_status", rule, prose)[:2] and "opaque_text" in first[1]
+    assert ("get_status", prose) in fp._results  # noqa: SLF001
+    assert fp.result_digest("get_status", rule, prose) == first
+    fp.result_digest("get_status", rule, broken)
+    assert ("get_status", broken) not in fp._results  # noqa: SLF001
