@@ -41,6 +41,7 @@ class ModelSpan:
 
 
 Recognised = Union[ToolSpan, ModelSpan, None]
+MAX_TOKENS = 2**63 - 1
 
 
 def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Recognised:
@@ -104,14 +105,17 @@ def _model(conv: ModelConvention, attributes: Mapping[str, Any]) -> ModelSpan:
 
 
 def _int(v: Any) -> int:
+    """A token count, or 0 for unknown: negative, non-finite, beyond int64 (what OTLP can
+    carry; a bigger count would overflow the cost computation) or text int() cannot read."""
     if isinstance(v, bool):
         return 0
     if isinstance(v, int):
-        return max(0, v)
+        return v if 0 <= v <= MAX_TOKENS else 0
     if isinstance(v, float):
-        return max(0, int(v)) if math.isfinite(v) else 0  # NaN and infinity count as unknown
-    # isdecimal, not isdigit: "²" is a digit int() refuses. Longer texts are no token count
-    # (and int() refuses texts beyond 4300 digits).
-    if isinstance(v, str) and v.isdecimal() and len(v) <= 19:
-        return int(v)
+        return int(v) if math.isfinite(v) and 0 <= v <= MAX_TOKENS else 0
+    # isdecimal, not isdigit: "²" is a digit int() refuses. Leading zeros are read past;
+    # past 19 digits (int() refuses texts beyond 4300) it is no count.
+    if isinstance(v, str) and v.isdecimal():
+        digits = v.lstrip("0")
+        return _int(int(digits or "0")) if len(digits) <= 19 else 0
     return 0

@@ -63,18 +63,24 @@ def any_value(v: Any) -> bytes:
 def attributes(values: Mapping[str, Any], tag: int) -> bytes:
     """KeyValues (key 1, value 2) as repeated field `tag` of the enclosing message."""
     return b"".join(
-        _pair(tag, k, v) if v.__class__ in _SCALARS else _field(tag, _key(k) + _field(0x12, any_value(v)))
+        _pair(tag, k, v) if _cacheable(v) else _field(tag, _key(k) + _field(0x12, any_value(v)))
         for k, v in values.items()
     )
 
 
-_SCALARS = frozenset({str, int, bool, float})
+MAX_CACHED_CHARS = 256  # run ids and tool names come from telemetry: long ones are not kept
 
 
-@lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different values here
+def _cacheable(v: Any) -> bool:
+    """Ints, bools and short strings. Not floats: 0.0 and -0.0 are one cache key."""
+    t = v.__class__
+    return t is bool or t is int or (t is str and len(v) <= MAX_CACHED_CHARS)
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: 1 and True are different values here
 def _pair(tag: int, key: str, value: Any) -> bytes:
-    """One scalar KeyValue, encoded once: run and finding spans repeat most of theirs
-    (flags, small counts, kinds, run ids) from span to span."""
+    """One KeyValue, encoded once: run and finding spans repeat most of theirs (flags, small
+    counts, kinds, run ids) from span to span."""
     return _field(tag, _key(key) + _field(0x12, any_value(value)))
 
 

@@ -19,7 +19,7 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from ..otlp.lite import LiteRequest, hidden_attributes, status_code
+from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, run_id_of, span_call
 from ..otlp.values import any_value, attributes
 
@@ -98,6 +98,7 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
     request = LiteRequest.FromString(data)
     extra = (run_id_attribute,) if run_id_attribute else ()
     out = DecodedRequest([], [])
+    raw = _RawSpans(data)
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
             for i, span in enumerate(ss.spans):
@@ -109,33 +110,43 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
                 d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
                             span.start_time_unix_nano, span.end_time_unix_nano)
                 try:  # inline, not a helper: this loop runs once per span of every request
-                    _read_span(d, span, _full_attributes(span) if hidden_attributes(span) else span.attributes,
+                    _read_span(d, span, _full_attributes(raw(r, s, i)) if hidden_attributes(span) else span.attributes,
                                extra, run_id_attribute)
                 except Exception:
-                    _unreadable(d, span)
+                    _unreadable(d, raw)
                 out.spans.append(d)
     return out
 
 
-def _unreadable(d: Decoded, span: Any) -> None:
+def _unreadable(d: Decoded, raw: "_RawSpans") -> None:
     """A span we cannot make sense of is passed on unjudged, never allowed to cost the rest
     of its request (or the request an answer)."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
-    d.content = _fallback_content(d, span)
+    d.content = hash(raw(*d.where))
     d.run_id = d.call = d.model = d.facts = d.guards = None
 
 
-def _fallback_content(d: Decoded, span: Any) -> int:
-    try:
-        return hash(span.SerializeToString())
-    except Exception:  # the content id must not fail too: times and parent still tell spans apart
-        return hash((d.start, d.end, d.parent))
+class _RawSpans:
+    """A span's own bytes, for the rare span the map view cannot show whole: the request is
+    parsed again, once, with each span left as bytes."""
+
+    __slots__ = ("_data", "_request")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._request: Any = None
+
+    def __call__(self, r: int, s: int, i: int) -> bytes:
+        if self._request is None:
+            self._request = RawSpansRequest.FromString(self._data)
+        return bytes(self._request.resource_spans[r].scope_spans[s].spans[i])
 
 
-def _full_attributes(span: Any) -> dict[str, Any]:
+def _full_attributes(raw: bytes) -> dict[str, Any]:
     """Attributes as the full schema parses them: for a span whose KeyValues carry fields
-    newer than ours (the map view would hide them). Last one wins, as in the map."""
-    return {kv.key: kv.value for kv in Span.FromString(span.SerializeToString()).attributes}
+    newer than ours (the map view would hide them). In wire order, last one wins, as in
+    the map."""
+    return {kv.key: kv.value for kv in Span.FromString(raw).attributes}
 
 
 def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
@@ -201,16 +212,14 @@ def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _content(values: dict[str, Any]) -> int:
-    """The attributes judged, as part of the content id. Typed, so 1, 1.0 and True differ."""
-    try:
-        return hash((tuple(values.items()), tuple(map(type, values.values()))))
-    except TypeError:  # a list value (array attribute)
-        return hash(repr(values))
+    """The attributes judged, as part of the content id: their text, since numbers hash by
+    value (1, 1.0 and True alike; -1 and -2 alike; NaN by identity, so never equal again)."""
+    return hash(repr(values))
 
 
 def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str]) -> None:
     own = span.name in _OWN_SPANS
-    status = status_code(span.status)
+    status = status_code(span)
     # Content id for dedupe: what a re-delivery repeats even through another encoder
     # (which may write empty fields or order them differently), so it is a duplicate,
     # while a different span under the same id is a conflict.

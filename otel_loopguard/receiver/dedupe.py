@@ -37,22 +37,20 @@ class SpanDeduper:
         self.remember_all(((key, content),))
 
     def remember_all(self, spans: Iterable[tuple[Key, Content]]) -> None:
-        """Remember an accepted request's spans: one clock reading and one eviction pass
-        for the whole request (a request carries hundreds of spans)."""
+        """Remember an accepted request's spans, with one clock reading for all of them (a
+        request carries hundreds of spans)."""
         now = self._clock()
-        seen, order = self._seen, self._order
+        seen, order, limit, ttl = self._seen, self._order, self._max, self._ttl
         for key, content in spans:
-            if key not in seen:
-                seen[key] = content
-                order.append((now, key))
-        self._expire(now)
-
-    def _expire(self, now: float) -> None:
-        order, seen = self._order, self._seen
-        while order and (len(seen) > self._max or now - order[0][0] >= self._ttl):
-            _, key = order.popleft()
-            del seen[key]
-            self.evictions += 1
+            if key in seen:
+                continue
+            # Before each insert, as one span at a time would: the same bound and ages for
+            # any size and TTL (zero included).
+            while order and (len(seen) >= limit or now - order[0][0] >= ttl):
+                del seen[order.popleft()[1]]
+                self.evictions += 1
+            seen[key] = content
+            order.append((now, key))
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -155,6 +155,17 @@ def test_a_keyvalue_with_a_field_newer_than_ours_is_still_read() -> None:
     assert d.call is not None and d.call.tool == "lookup"
 
 
+def test_a_hidden_attribute_is_read_in_wire_order_last_one_wins() -> None:
+    """The full parse of such a span reads its KeyValues as the wire has them, as the audit does."""
+    hidden = _kv("gen_ai.tool.name", "hidden").SerializeToString() + b"\x18\x05"  # unknown field 3
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv("gen_ai.operation.name", "execute_tool")])
+    raw = span.SerializeToString() + _field(0x4A, hidden) + _field(0x4A, _kv("gen_ai.tool.name", "visible").SerializeToString())
+    d = decode(_framed(raw)).spans[0]
+    assert d.call is not None and d.call.tool == "visible"
+    assert d.call == _full(Span.FromString(raw), None)[0]
+
+
 def test_non_finite_token_counts_count_as_unknown_and_lose_nothing() -> None:
     d = _one({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": float("nan"),
               "gen_ai.usage.output_tokens": float("inf")})
@@ -266,15 +277,19 @@ def test_the_content_id_tells_an_int_from_a_bool_or_a_float() -> None:
     assert len(contents) == 3
 
 
-@pytest.mark.parametrize("status", [Status(), Status(code=1), Status(code=2), Status(code=2, message="boom"),
-                                    Status(message="only a message")])
-def test_the_status_code_is_read_from_the_raw_status_as_the_full_parse_reads_it(status: Status) -> None:
-    from otel_loopguard.otlp.lite import status_code
-
-    assert status_code(status.SerializeToString()) == status.code
-    reordered = b"".join(sorted(_field(0x12, status.message.encode()) if f == "m" else b"\x18" + bytes([status.code])
-                                for f in ("m", "c") if (f == "m" and status.message) or (f == "c" and status.code)))
-    assert status_code(reordered) == status.code  # another encoder's field order
+@pytest.mark.parametrize("pieces", [[], [Status().SerializeToString()], [Status(code=1).SerializeToString()],
+                                    [Status(code=2, message="boom").SerializeToString()],
+                                    [b"\x12\x04boom\x18\x02"],  # another encoder's field order
+                                    [Status(code=2).SerializeToString(), Status(message="later").SerializeToString()]])
+def test_the_status_code_is_read_as_the_full_parse_reads_it(pieces: list[bytes]) -> None:
+    """A status given in two pieces is merged, as protobuf merges a message field given twice."""
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "t")])
+    raw = span.SerializeToString() + b"".join(_field(0x7A, piece) for piece in pieces)
+    full = Span.FromString(raw)
+    d = decode(_framed(raw)).spans[0]
+    assert d.call.ok is (full.status.code != Status.STATUS_CODE_ERROR)
+    assert (full.status.code == 2) == any(b"\x18\x02" in piece for piece in pieces)  # the fixture says what it means
 
 
 def test_an_error_status_with_a_message_marks_the_call_failed() -> None:
@@ -284,7 +299,8 @@ def test_an_error_status_with_a_message_marks_the_call_failed() -> None:
     assert decode(_request([span])).spans[0].call.ok is False
 
 
-@pytest.mark.parametrize("text, tokens", [("42", 42), ("²", 0), ("٣", 3), ("9" * 5000, 0), ("-5", 0), ("1e3", 0)])
+@pytest.mark.parametrize("text, tokens", [("42", 42), ("²", 0), ("٣", 3), ("9" * 5000, 0), ("-5", 0), ("1e3", 0),
+                                          ("0" * 22 + "42", 42), ("0", 0), ("", 0), (str(2**63), 0), (str(2**63 - 1), 2**63 - 1)])
 def test_token_counts_written_as_text_never_break_recognition(text: str, tokens: int) -> None:
     """A count in a string attribute is read when int() reads it as a whole count; any other
     text counts as unknown ("²" is a digit int() refuses; 5000 digits are beyond int())."""
@@ -292,3 +308,22 @@ def test_token_counts_written_as_text_never_break_recognition(text: str, tokens:
     assert isinstance(found, ModelSpan) and found.input_tokens == tokens
     d = _one({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": text})
     assert d.model is not None and d.model.input_tokens == tokens
+
+
+def test_the_content_id_is_stable_for_nan_and_tells_apart_numbers_python_hashes_alike() -> None:
+    """A re-delivered span with a NaN token count is a duplicate (NaN hashes by identity),
+    and values with one hash (-1 and -2, 0.0 and -0.0, 1 and 2**61) are different spans."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": float("nan")}
+    first = _one(chat)
+    _ = [float(i) + 0.5 for i in range(1000)]  # other floats in between
+    assert _one(chat).content == first.content
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    for a, b in ((-1, -2), (0.0, -0.0), (1, 2**61)):
+        assert _one({**tool, "loopguard.turn": a}).content != _one({**tool, "loopguard.turn": b}).content, (a, b)
+
+
+@pytest.mark.parametrize("count, tokens", [(10**30, 0), (-3, 0), (1e300, 0), (2**63 - 1, 2**63 - 1), (12.7, 12)])
+def test_token_counts_beyond_what_otlp_carries_count_as_unknown(count: Any, tokens: int) -> None:
+    """A count no OTLP int64 can hold (an SDK attribute can) would overflow the cost."""
+    found = recognise({"gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": count})
+    assert isinstance(found, ModelSpan) and found.output_tokens == tokens

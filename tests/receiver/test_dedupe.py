@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from otel_loopguard.receiver.dedupe import SpanDeduper
+
 from .agent import LOOP, encode, record_spans
 from .harness import (
     RUN,
@@ -164,3 +166,17 @@ def test_telemetry_duplicate_names_the_redelivered_span(recorded: tuple[str, lis
     assert named == [(sid,) for sid in tool_ids]
     for f in findings_of(sink, kind="telemetry_duplicate"):
         assert [link.span_id.hex() for link in f.links] == attr(f, "loopguard.finding.span_ids")
+
+
+@pytest.mark.parametrize("size, ttl", [(0, 600.0), (10, 0.0), (1, 600.0)])
+def test_a_request_remembered_at_once_is_bounded_as_one_span_at_a_time(size: int, ttl: float) -> None:
+    """remember_all evicts before each insert, as remember did span by span: even a size or
+    age bound of zero keeps the latest span, so its immediate re-delivery is a duplicate."""
+    now = [100.0]
+    batch, single = SpanDeduper(size, ttl, lambda: now[0]), SpanDeduper(size, ttl, lambda: now[0])
+    keys = [bytes([n]) * 24 for n in range(5)]
+    batch.remember_all((k, 7) for k in keys)
+    for k in keys:
+        single.remember(k, 7)
+    assert [batch.check(k, 7) for k in keys] == [single.check(k, 7) for k in keys]
+    assert batch.check(keys[-1], 7) == "duplicate" and batch.evictions == single.evictions

@@ -51,3 +51,25 @@ def test_an_int_beyond_int64_is_written_as_text_not_wrapped() -> None:
     values = {kv.key: kv.value for kv in span.attributes}
     assert values["big"].string_value == str(2**63) and values["small"].string_value == str(-(2**63) - 1)
     assert values["edge"].int_value == 2**63 - 1
+
+
+def test_cached_encodings_keep_signed_zero_and_bool_apart_from_equal_values() -> None:
+    """0.0 == -0.0 and 1 == True in Python: each must still be written as itself."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span as _Span
+
+    from otel_loopguard.otlp import wire as _wire
+
+    for values in ({"x": 0.0}, {"x": -0.0}, {"x": 1}, {"x": True}, {"x": 0.0}, {"x": -0.0}):
+        span = _Span()
+        span.MergeFromString(_wire.attributes(values, _wire.SPAN_ATTRIBUTE))
+        value = span.attributes[0].value
+        got = getattr(value, value.WhichOneof("value"))
+        assert type(got) is type(values["x"]) and repr(got) == repr(values["x"])
+
+
+def test_long_strings_from_telemetry_are_never_kept_by_the_encoding_cache() -> None:
+    from otel_loopguard.otlp import wire as _wire
+
+    _wire._pair.cache_clear()
+    _wire.attributes({"loopguard.run.id": "r" * (_wire.MAX_CACHED_CHARS + 1), "loopguard.seq": 3}, _wire.SPAN_ATTRIBUTE)
+    assert _wire._pair.cache_info().currsize == 1  # the int only
