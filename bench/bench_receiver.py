@@ -198,7 +198,7 @@ def pipeline(payloads: list[bytes]) -> int:
     deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     finding_spans = 0
     for data in payloads:
-        _, decoded = parse_request(data, None)  # what the service does: validate, then decode
+        decoded = parse_request(data, None)  # what the service does: validate and decode
         fresh = [d for d in decoded.spans if deduper.check(d.key, d.content) == "new"]
         deduper.remember_all((d.key, d.content) for d in fresh)
         finding_spans += len(assembler.accept(fresh))

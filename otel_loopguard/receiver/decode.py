@@ -65,8 +65,7 @@ _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value",
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
 # a pipeline that routes them back through the receiver must not see loops made of findings.
-_OWN_SPANS = frozenset({b"loopguard.finding", b"loopguard.run"})
-_DECISION = DECISION_EVENT.encode()
+_OWN_SPANS = frozenset({"loopguard.finding", "loopguard.run"})
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
@@ -149,13 +148,10 @@ def _full_attributes(raw: bytes) -> dict[str, Any]:
     return {kv.key: kv.value for kv in Span.FromString(raw).attributes}
 
 
-def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
+def _guard_events(events: Any) -> Optional[list[GuardEvent]]:
     """Guard decisions recorded as span events (docs/guard.md); None when there are none."""
-    if not any(_DECISION in raw for raw in raw_events):
-        return None
     out = []
-    for raw in raw_events:
-        event = Span.Event.FromString(raw)
+    for event in events:
         if event.name != DECISION_EVENT:
             continue
         e = attributes(event.attributes)
@@ -167,7 +163,7 @@ def _guard_events(raw_events: Any) -> Optional[list[GuardEvent]]:
 
 
 def _why(span: Any) -> str:
-    name = span.name.decode("utf-8", "replace")
+    name = span.name
     if len(span.trace_id) != 16 or span.trace_id == _ZERO_TRACE:
         return f"span {name!r}: trace_id must be 16 non-zero bytes (got {len(span.trace_id)})"
     if len(span.span_id) != 8 or span.span_id == _ZERO_SPAN:

@@ -75,7 +75,7 @@ class TraceReceiver:
     async def export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
         if self._overloaded():
             await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
-        request, decoded = await self._decode(data, context)
+        decoded = await self._decode(data, context)
         fresh, dropped = self._classify(decoded.spans)
         if any(d.key in self._in_flight for d in fresh):
             await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
@@ -88,9 +88,9 @@ class TraceReceiver:
                 filtered = bool(dropped) or bool(decoded.rejected)
                 payload = data
                 if filtered and len(data) >= LARGE_REQUEST_BYTES:
-                    payload = await asyncio.to_thread(_filtered_bytes, request, fresh)
+                    payload = await asyncio.to_thread(_filtered_bytes, data, fresh)
                 elif filtered:
-                    payload = _filtered_bytes(request, fresh)
+                    payload = _filtered_bytes(data, fresh)
                 downstream = await self._forward(payload, len(fresh), context)
         finally:
             self._in_flight -= keys
@@ -115,9 +115,7 @@ class TraceReceiver:
         a, c = self._assembler, self._config
         return self._findings.full or a.buffered_calls >= c.max_buffered_calls or len(a.runs) >= c.max_open_runs
 
-    async def _decode(
-        self, data: bytes, context: grpc.aio.ServicerContext
-    ) -> tuple[ExportTraceServiceRequest, DecodedRequest]:
+    async def _decode(self, data: bytes, context: grpc.aio.ServicerContext) -> DecodedRequest:
         try:
             if len(data) >= LARGE_REQUEST_BYTES:
                 # Megabytes take tens of milliseconds to parse: in a worker thread, so other
@@ -129,7 +127,7 @@ class TraceReceiver:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP ExportTraceServiceRequest: {exc}")
             raise  # unreachable: abort raises
 
-    def _parse(self, data: bytes) -> tuple[ExportTraceServiceRequest, DecodedRequest]:
+    def _parse(self, data: bytes) -> DecodedRequest:
         return parse_request(data, self._config.run_id_attribute)
 
     def _classify(self, spans: list[Decoded]) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
@@ -175,12 +173,11 @@ class TraceReceiver:
             self._config.retry_after_seconds, message))
 
 
-def parse_request(data: bytes, run_id_attribute: Optional[str]) -> tuple[ExportTraceServiceRequest, DecodedRequest]:
+def parse_request(data: bytes, run_id_attribute: Optional[str]) -> DecodedRequest:
     """Pure: touches no receiver state, so it may run in any thread (and the benchmark
-    measures exactly this). The full parse validates everything (UTF-8 strings included)
-    for well under a microsecond a span, and is what a filtered copy is cut from; the
-    reduced schema then serves the hot path."""
-    return ExportTraceServiceRequest.FromString(data), decode(data, run_id_attribute)
+    measures exactly this). One parse validates the whole request as the full schema
+    would (UTF-8 strings included: otlp/lite.py) and serves the hot path."""
+    return decode(data, run_id_attribute)
 
 
 def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...]:
@@ -196,8 +193,10 @@ def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...
     )
 
 
-def _filtered_bytes(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> bytes:
-    return _keep_only(request, fresh).SerializeToString()
+def _filtered_bytes(data: bytes, fresh: list[Decoded]) -> bytes:
+    """The request without the spans dropped (duplicates, invalid ones): only then is it
+    parsed by the full schema, to be cut and written again."""
+    return _keep_only(ExportTraceServiceRequest.FromString(data), fresh).SerializeToString()
 
 
 def _keep_only(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> ExportTraceServiceRequest:
