@@ -21,9 +21,10 @@ class CycleDetector:
 
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
-        periods = range(self._rule.min_period, self._rule.max_period + 1)
-        self._matched = dict.fromkeys(periods, 0)
-        self._latches = {p: Latch() for p in periods}
+        self._matched = dict.fromkeys(range(self._rule.min_period, self._rule.max_period + 1), 0)
+        # A period's latch exists once it may fire: absent and fresh mean the same (most
+        # runs never repeat a block, and every run starts a detector).
+        self._latches: dict[int, Latch] = {}
         self._recent: deque[tuple[tuple[str, object, object], ToolCall]] = deque(
             maxlen=self._rule.max_period * self._rule.stop_at
         )
@@ -38,9 +39,9 @@ class CycleDetector:
             if len(recent) >= p and recent[-p][0] == sig:
                 matched[p] += 1
                 repeating = True
-            elif matched[p] or self._latches[p].warned:  # a fresh latch only when one may have fired
+            elif matched[p] or p in self._latches:  # a fresh latch only when one may have fired
                 matched[p] = 0
-                self._latches[p] = Latch()
+                self._latches.pop(p, None)
         recent.append((sig, call))
         if not repeating:
             return []  # every count is back to 0: no period can have repeated (most calls)
@@ -48,7 +49,8 @@ class CycleDetector:
         if period is None:
             return []
         reps = self._matched[period] // period + 1
-        level = self._latches[period].level(reps, self._rule.warn_at, self._rule.stop_at)
+        latch = self._latches.get(period) or self._latches.setdefault(period, Latch())
+        level = latch.level(reps, self._rule.warn_at, self._rule.stop_at)
         if level is None:
             return []
         calls = [c for _, c in list(recent)[-reps * period :]]
