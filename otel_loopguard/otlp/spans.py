@@ -101,39 +101,45 @@ def run_id_of(attrs: dict[str, Any], trace_id: bytes, run_id_attribute: Optional
 
 def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
     """A tool span as a RawCall; seq 0 means the span carried no `loopguard.seq`."""
+    return raw_call(sys.intern(span.trace_id.hex()), span.span_id.hex(), sys.intern(span.parent_span_id.hex()),
+                    span.start_time_unix_nano, span.end_time_unix_nano, attrs, tool)
+
+
+def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: int,
+             attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
+    """span_call from the span's ids as hex (interned: every call of a run shares its trace
+    and usually its parent) and times, as the receiver has them at hand."""
     seq = attrs.get(conv.SEQ)
     turn = attrs.get(conv.TURN)
-    end = span.end_time_unix_nano
     dispatched = attrs.get(conv.DISPATCHED)
     guard = attrs.get(conv.GUARD)
+    args_digest = attrs.get(conv.ARGS_DIGEST)
+    result_digest = attrs.get(conv.RESULT_DIGEST)
+    key_id = attrs.get(conv.KEY_ID)
     # Positional, in field order (tests/test_records.py pins it): 19 keywords cost about
-    # 1 µs per tool span here, more than building the record.
+    # 1 µs per tool span here, more than building the record. Type tests inline: this
+    # runs once per tool span of every request.
     return RawCall(
-        seq if _is_int(seq) else 0,  # seq
+        seq if seq.__class__ is int and seq >= 1 else 0,  # seq (a bool is no sequence number)
         sys.intern(tool.tool),
         tool.arguments,
         tool.result,
         not tool.error,  # ok
-        end != 0 and end >= span.start_time_unix_nano,  # finished
-        turn if _is_int(turn) else None,  # turn
+        end != 0 and end >= start,  # finished
+        turn if turn.__class__ is int and turn >= 1 else None,  # turn
         tool.call_id,
-        span.span_id.hex() or None,  # span_id
-        span.start_time_unix_nano or None,  # start_ns
+        span_hex or None,  # span_id
+        start or None,  # start_ns
         end or None,  # end_ns
         {},  # identity
-        _str(attrs.get(conv.ARGS_DIGEST)),  # args_digest
-        _str(attrs.get(conv.RESULT_DIGEST)),  # result_digest
-        dispatched if isinstance(dispatched, bool) else True,  # dispatched
-        _str(guard),  # guard
-        _str(attrs.get(conv.KEY_ID)) or LOCAL_KEY,  # key_id
-        # Interned: every call of a run shares its trace and usually its parent.
-        sys.intern(span.trace_id.hex()) or None,  # trace_id
-        sys.intern(span.parent_span_id.hex()) or None,  # parent_id
+        args_digest if args_digest.__class__ is str and args_digest else None,  # args_digest
+        result_digest if result_digest.__class__ is str and result_digest else None,  # result_digest
+        dispatched if dispatched.__class__ is bool else True,  # dispatched
+        guard if guard.__class__ is str and guard else None,  # guard
+        key_id if key_id.__class__ is str and key_id else LOCAL_KEY,  # key_id
+        trace_hex or None,  # trace_id
+        parent_hex or None,  # parent_id
     )
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 def _str(v: Any) -> Optional[str]:
