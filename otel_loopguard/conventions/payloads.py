@@ -23,7 +23,7 @@ def _parsed(value: Any, needle: str) -> Optional[dict[str, Any]]:
         return None
     try:
         obj = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the stack allows
         return None
     return obj if isinstance(obj, dict) else None
 

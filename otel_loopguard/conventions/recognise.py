@@ -113,9 +113,11 @@ def _int(v: Any) -> int:
         return v if 0 <= v <= MAX_TOKENS else 0
     if isinstance(v, float):
         return int(v) if math.isfinite(v) and 0 <= v <= MAX_TOKENS else 0
-    # isdecimal, not isdigit: "²" is a digit int() refuses. Leading zeros are read past;
-    # past 19 digits (int() refuses texts beyond 4300) it is no count.
+    # isdecimal, not isdigit: "²" is a digit int() refuses. Any decimal digits, zeros first
+    # or not, as int() reads them.
     if isinstance(v, str) and v.isdecimal():
-        digits = v.lstrip("0")
-        return _int(int(digits or "0")) if len(digits) <= 19 else 0
+        try:
+            return _int(int(v))
+        except ValueError:  # beyond int()'s digit limit (4300 by default): refused at once
+            return 0
     return 0

@@ -114,16 +114,17 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
                     _read_span(d, span, _full_attributes(raw(r, s, i)) if hidden_attributes(span) else span.attributes,
                                extra, run_id_attribute)
                 except Exception:
-                    _unreadable(d, raw)
+                    _unreadable(d, span)
                 out.spans.append(d)
     return out
 
 
-def _unreadable(d: Decoded, raw: "_RawSpans") -> None:
+def _unreadable(d: Decoded, span: Any) -> None:
     """A span we cannot make sense of is passed on unjudged, never allowed to cost the rest
-    of its request (or the request an answer)."""
+    of its request (or the request an answer). Its content id is what every span's begins
+    with, which no encoder changes."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
-    d.content = hash(raw(*d.where))
+    d.content = hash((d.start, d.end, d.parent, span.name, status_code(span), len(span.attributes)))
     d.run_id = d.call = d.model = d.facts = d.guards = None
 
 

@@ -300,7 +300,8 @@ def test_an_error_status_with_a_message_marks_the_call_failed() -> None:
 
 
 @pytest.mark.parametrize("text, tokens", [("42", 42), ("²", 0), ("٣", 3), ("9" * 5000, 0), ("-5", 0), ("1e3", 0),
-                                          ("0" * 22 + "42", 42), ("0", 0), ("", 0), (str(2**63), 0), (str(2**63 - 1), 2**63 - 1)])
+                                          ("0" * 22 + "42", 42), ("0", 0), ("", 0), (str(2**63), 0), (str(2**63 - 1), 2**63 - 1),
+                                          ("\u0660" * 19 + "7", 7)])
 def test_token_counts_written_as_text_never_break_recognition(text: str, tokens: int) -> None:
     """A count in a string attribute is read when int() reads it as a whole count; any other
     text counts as unknown ("²" is a digit int() refuses; 5000 digits are beyond int())."""
@@ -327,3 +328,27 @@ def test_token_counts_beyond_what_otlp_carries_count_as_unknown(count: Any, toke
     """A count no OTLP int64 can hold (an SDK attribute can) would overflow the cost."""
     found = recognise({"gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": count})
     assert isinstance(found, ModelSpan) and found.output_tokens == tokens
+
+
+def test_framework_wrapped_arguments_nested_past_the_stack_are_read_as_text() -> None:
+    """A payload that looks wrapped ("input_str") but nests deeper than json can follow is
+    kept as its text (and digested as such), not left to cost the span its judgement."""
+    deep = '{"input_str": ' + "[" * 100_000
+    d = _one({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.arguments": deep})
+    assert d.call is not None and d.call.arguments == deep
+
+
+def test_an_unreadable_span_re_sent_through_another_encoder_is_still_a_duplicate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_loopguard.receiver import decode as module
+
+    def broken(values: Any, error: bool) -> Any:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(module, "recognise", broken)
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1, end_time_unix_nano=2,
+                attributes=[_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "t")])
+    first = decode(_request([span])).spans[0]
+    again = decode(_framed(span.SerializeToString() + b"\x30\x00")).spans[0]  # kind = 0 written out
+    other = decode(_request([Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1,
+                                  end_time_unix_nano=3)])).spans[0]
+    assert first.call is None and first.content == again.content != other.content
