@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter, canonicalize
+from otel_loopguard.fingerprint import DigestKey, Fingerprinter
 from otel_loopguard.fingerprint import canonical as canon
 from otel_loopguard.policy import Policy
 
