@@ -43,7 +43,7 @@ def quick_init(cls: type[_C]) -> type[_C]:
     exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), names)  # noqa: S102
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls
 
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from concurrent import futures
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterator, Optional, TextIO
 
 import grpc
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -146,7 +146,7 @@ def _report(backend: Backend, traces: dict[str, str], out: TextIO) -> None:
     print("\nFindings, as your tracing backend received them (new spans in each agent's trace):\n", file=out)
     print(f"  {'agent':<42} {'severity':<8} {'kind':<18} {'calls':<7} reason", file=out)
     for trace_id, name in traces.items():
-        rows = list(_findings(backend, trace_id))
+        rows: list[Optional[dict[str, Any]]] = list(_findings(backend, trace_id))
         for f in rows or [None]:
             if f is None:
                 print(f"  {name:<42} {'-':<8} {'none':<18} {'':<7} no loop", file=out)

@@ -23,7 +23,7 @@ def without_paths(value: Any, paths: Mapping[str, Any] | tuple[str, ...], match:
     its value equals the default (an explicit default equals an omitted field).
     """
     for path in paths:
-        expected = paths[path] if match else _MISSING  # type: ignore[index]
+        expected = paths[path] if match else _MISSING  # type: ignore[call-overload]  # a Mapping when match
         value = _drop(value, path.split("."), expected)
     return value
 

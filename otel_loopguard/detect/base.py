@@ -33,6 +33,8 @@ class Detector(Protocol):
 class Preview(Protocol):
     """Detectors that can say, before a call runs, that running it crosses a threshold."""
 
+    kind: str
+
     def preview(self, step: Step) -> Optional[tuple[str, str]]: ...  # (severity, reason)
 
 

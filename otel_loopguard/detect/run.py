@@ -7,14 +7,14 @@ O(1) amortised across all detectors, and memory per run is bounded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
 from ..findings import STOP, Finding
 from ..policy import Policy, ToolRule
 from ..progress import Judgement, ProgressTracker
-from .base import Detector, Step
+from .base import Detector, Preview, Step
 from .budgets import BudgetDetector, ToolCapDetector
 from .cycle import CycleDetector
 from .errors import ErrorStreakDetector
@@ -95,7 +95,7 @@ class Run:
         self.last_call: Optional[ToolCall] = None
         self.summary = RunSummary()
         self.stopped: Optional[Finding] = None  # the first stop-level finding, if any
-        self._previews = [self._detectors[i] for i in _PREVIEWS]
+        self._previews = cast("list[Preview]", [self._detectors[i] for i in _PREVIEWS])
         self._actions = BoundedSet(MAX_DISTINCT_ACTIONS)
         self._by_rule: dict[int, tuple[Callable[[Step], list[Finding]], ...]] = {}
 

@@ -70,9 +70,9 @@ class LoopguardGuardrails:
 
     def __init__(self, guard: Guard):
         self.guard = guard
-        self.check = ToolInputGuardrail(self._check, name=f"{NAME}.check")
-        self.record = ToolOutputGuardrail(self._record, name=f"{NAME}.record")
-        self.nudge = ToolOutputGuardrail(self._nudge, name=f"{NAME}.nudge")
+        self.check: ToolInputGuardrail[Any] = ToolInputGuardrail(self._check, name=f"{NAME}.check")
+        self.record: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._record, name=f"{NAME}.record")
+        self.nudge: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._nudge, name=f"{NAME}.nudge")
 
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context

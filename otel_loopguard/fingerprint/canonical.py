@@ -152,7 +152,7 @@ def _constant(name: str) -> float:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
-_SCAN = _DECODER.scan_once
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__, not in its stub
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
@@ -522,8 +522,7 @@ def _dump_iteratively(value: Any, flags: set[str], drop: frozenset[str]) -> str:
                 continue
             open_containers.add(id(item))
             stack.append(_Close(id(item)))
-            is_map = isinstance(item, Mapping)
-            stack.extend(_object_tokens(item, flags, drop) if is_map else _array_tokens(item))
+            stack.extend(_object_tokens(item, flags, drop) if isinstance(item, Mapping) else _array_tokens(item))
         else:
             out.append(_leaf(item, flags))
     return "".join(out)

@@ -14,7 +14,7 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NoReturn, Optional
 
 from ..errors import KeyConfigError
 
@@ -73,7 +73,7 @@ class DigestKey:
 
     __str__ = __repr__
 
-    def __reduce__(self) -> object:  # pickling would copy the secret somewhere
+    def __reduce__(self) -> NoReturn:  # pickling would copy the secret somewhere
         raise TypeError("DigestKey cannot be pickled")
 
 

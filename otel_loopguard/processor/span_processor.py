@@ -88,7 +88,7 @@ class LoopguardSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         try:
             try:  # the SDK's span: its BoundedAttributes' plain dict, read inline (no call)
-                plain = span._attributes._dict  # noqa: SLF001
+                plain = span._attributes._dict  # type: ignore[union-attr]  # noqa: SLF001
             except AttributeError:
                 plain = attribute_dict(span)
             keys = self._start_keys
@@ -116,7 +116,7 @@ class LoopguardSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         try:
             try:  # as in on_start
-                plain = span._attributes._dict  # noqa: SLF001
+                plain = span._attributes._dict  # type: ignore[union-attr]  # noqa: SLF001
             except AttributeError:
                 plain = attribute_dict(span)
             if not plain.keys().isdisjoint(MARKER_KEYS):

@@ -123,7 +123,7 @@ class Tagger:
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
         try:  # the SDK's span: its BoundedAttributes' plain dict, copied in C
-            attrs = dict(span._attributes._dict)  # type: ignore[attr-defined]  # noqa: SLF001
+            attrs = dict(span._attributes._dict)  # type: ignore[union-attr]  # noqa: SLF001
         except AttributeError:
             attrs = dict(attribute_dict(span))
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
@@ -338,7 +338,7 @@ def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
     decisions = [f for f in findings if f.severity in (STOP, WARN)]
     if not decisions:
         return span._events  # noqa: SLF001 - unchanged, dropped count included
-    events = BoundedList(None)
+    events: Any = BoundedList(None)  # the SDK's own type for a span's events (no type parameter)
     events.extend(span.events)
     events.dropped = span.dropped_events
     for f in decisions:

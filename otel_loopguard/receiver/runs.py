@@ -220,7 +220,7 @@ class RunBuffer:
             self.trail.note_event(before + 0.5, e.kind, e.dispatched, len(self._starts) - before)
 
     def score(self) -> tuple[str, dict[str, object]]:
-        unscorable = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}
+        unscorable: dict[str, object] = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}
         if self.integrity_error:
             return "integrity_error", unscorable
         if self.incomplete:
