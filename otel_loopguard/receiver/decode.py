@@ -29,7 +29,7 @@ from ..otlp.values import any_value, attributes
 _log = logging.getLogger("otel_loopguard.receiver")
 _RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
 _MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS)))
-# What recognise() and span_call() read, per convention: no other attribute is decoded, so a
+# What recognise() and raw_call() read, per convention: no other attribute is decoded, so a
 # span's cost does not grow with its attribute count (LLM spans carry hundreds). Every plan
 # holds all markers and the tagged-tool name, so recognise() makes the same choice on the
 # values read as on all the span's attributes.
@@ -102,7 +102,7 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedReques
     out = DecodedRequest([], [])
     raw = _RawSpans(data)
     # A guard decision is an event named loopguard.decision: a request without that text
-    # has none, and its spans' events need not be looked at (a quarter of a span's cost).
+    # has none, and its spans' events need not be looked at (0.2 µs a span, of about 3).
     decisions = _DECISION in data
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):
