@@ -377,12 +377,15 @@ def _native(text: str) -> Optional[tuple[Any, bytes]]:
         return None
     if text.count(":") != out.count(b":"):
         return None
+    return (value, out) if _floats_written_alike(out) else None
+
+
+def _floats_written_alike(out: bytes) -> bool:
+    """No float in orjson's output that the stdlib would write otherwise (see `_native`)."""
     if _SIGNED_EXPONENTS:  # floats written as the stdlib writes them are kept
-        if (out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or out.find(b"0.0000") >= 0) and _FLOAT_DIFFERS.search(out):
-            return None
-    elif _FLOAT_OUT.search(out):
-        return None
-    return value, out
+        return not ((out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or out.find(b"0.0000") >= 0)
+                    and _FLOAT_DIFFERS.search(out))
+    return not _FLOAT_OUT.search(out)
 
 
 # What a flat object may hold for native_flat: JSON scalars by exact type (a subclass, an
@@ -410,12 +413,7 @@ def native_flat(value: Any, drop_keys: frozenset[str]) -> Optional[bytes]:
         out = _orjson_dumps(value, option=_ORJSON_SORT)
     except (TypeError, ValueError):
         return None
-    if _SIGNED_EXPONENTS:
-        if (out.find(b"e+") >= 0 or out.find(b"e-") >= 0 or out.find(b"0.0000") >= 0) and _FLOAT_DIFFERS.search(out):
-            return None
-    elif _FLOAT_OUT.search(out):
-        return None
-    return out
+    return out if _floats_written_alike(out) else None
 
 
 def _plain(parsed: Parsed, drop_keys: frozenset[str], max_depth: int) -> bool:

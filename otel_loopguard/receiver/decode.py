@@ -230,12 +230,13 @@ def _hex(trace_or_span_id: bytes) -> str:
 
 def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str],
                decisions: bool = True) -> None:
-    own = span.name in _OWN_SPANS
+    name = span.name
+    own = name in _OWN_SPANS
     status = status_code(span)
     # Content id for dedupe: what a re-delivery repeats even through another encoder
     # (which may write empty fields or order them differently), so it is a duplicate,
     # while a different span under the same id is a conflict.
-    d.content = hash((d.start, d.end, d.parent, span.name, status, len(attrs)))
+    d.content = hash((d.start, d.end, d.parent, name, status, len(attrs)))
     if decisions and not own and span.events:
         d.guards = _guard_events(span.events)
         if d.guards:
