@@ -112,6 +112,8 @@ def _levels(r: BudgetRule) -> tuple[dict[str, float], dict[str, float]]:
         if limit is not None
     }
     return warn, {name: min(warn[name], limit) for name, limit in limits.items() if limit is not None}
+
+
 _UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
 
 

@@ -60,23 +60,6 @@ class RunSummary:
     first_result: Optional[str] = None
 
 
-_APPLYING: dict[int, tuple[ToolRule, tuple[int, ...]]] = {}
-MAX_RULES_REMEMBERED = 4096
-
-
-def _applying(rule: ToolRule) -> tuple[int, ...]:
-    """Indexes in DETECTORS of the detectors that judge calls under `rule`: the same for
-    every run, so worked out once per rule object (kept alive here, so its id stays its own)."""
-    known = _APPLYING.get(id(rule))
-    if known is not None and known[0] is rule:
-        return known[1]
-    found = tuple(i for i, cls in enumerate(DETECTORS) if getattr(cls, "applies", _ALWAYS)(rule))
-    if len(_APPLYING) >= MAX_RULES_REMEMBERED:
-        _APPLYING.clear()  # policies reloaded many times over: start over rather than grow
-    _APPLYING[id(rule)] = (rule, found)
-    return found
-
-
 class OutOfOrderError(ValueError):
     """A shell fed a call whose sequence is not after the previous one."""
 
@@ -130,8 +113,7 @@ class Run:
         """The detectors that can judge calls under this rule. Some only ever judge a few
         tools (a poll rule, a side effect, a call cap); an ordinary call skips them.
         Keyed by the rule object: the policy holds one per configured tool, plus a default."""
-        detectors = self._detectors
-        observers = tuple(detectors[i].observe for i in _applying(rule))
+        observers = tuple(d.observe for d in self._detectors if getattr(d, "applies", _ALWAYS)(rule))
         self._by_rule[id(rule)] = observers
         return observers
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Optional
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -101,8 +102,15 @@ def run_id_of(attrs: dict[str, Any], trace_id: bytes, run_id_attribute: Optional
 
 def span_call(span: Span, attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
     """A tool span as a RawCall; seq 0 means the span carried no `loopguard.seq`."""
-    return raw_call(sys.intern(span.trace_id.hex()), span.span_id.hex(), sys.intern(span.parent_span_id.hex()),
+    return raw_call(hex_id(span.trace_id), span.span_id.hex(), hex_id(span.parent_span_id),
                     span.start_time_unix_nano, span.end_time_unix_nano, attrs, tool)
+
+
+@lru_cache(maxsize=4096)
+def hex_id(trace_or_span_id: bytes) -> str:
+    """A trace or parent id as interned hex: the calls of a run share their trace id and
+    mostly their parent, so each is formatted (and kept) once."""
+    return sys.intern(trace_or_span_id.hex())
 
 
 def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: int,

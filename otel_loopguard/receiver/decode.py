@@ -9,9 +9,7 @@ span is never touched. Invalid spans are rejected with a reason.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -22,7 +20,7 @@ from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
-from ..otlp.spans import DECISION_EVENT, raw_call, run_id_of
+from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ..otlp.values import any_value, attributes
 
 
@@ -221,13 +219,6 @@ def _content(values: dict[str, Any]) -> int:
     return hash((tuple(values), tuple([v if v.__class__ is str else (repr(v),) for v in values.values()])))
 
 
-@lru_cache(maxsize=4096)
-def _hex(trace_or_span_id: bytes) -> str:
-    """An id as interned hex: the spans of a trace share their trace id and mostly their
-    parent, so each is formatted once (16 or 8 bytes a key: the cache stays small)."""
-    return sys.intern(trace_or_span_id.hex())
-
-
 def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str],
                decisions: bool = True) -> None:
     name = span.name
@@ -252,7 +243,7 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
         return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
-        d.call = raw_call(_hex(d.trace_id), d.span_id.hex(), _hex(d.parent), d.start, d.end, values, found)
+        d.call = raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent), d.start, d.end, values, found)
     elif isinstance(found, ModelSpan):
         d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, d.end)
     if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
