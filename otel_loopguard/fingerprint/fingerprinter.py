@@ -104,7 +104,7 @@ class Fingerprinter:
                 fast = None if rule.ignore_fields or rule.defaults else native_canonical(
                     arguments, _NO_KEYS, self.policy.max_bytes, self.policy.max_depth)
                 if fast is not None:  # = action_parts(...)[:2], without decoding the text
-                    known = (self.key.digest_after(self._prefix("action", tool), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
+                    known = (self._json_digest("action", tool, fast[1]), NO_FLAGS)
                 else:
                     known = self.action_parts(tool, rule, arguments)[:2]
                 self._actions = _kept(memo, key, known)
@@ -112,7 +112,7 @@ class Fingerprinter:
         if not identity and not (rule.ignore_fields or rule.defaults):
             flat = native_flat(arguments, _NO_KEYS)  # parsed arguments (a dict): no memo, no walk
             if flat is not None:
-                return self.key.digest_after(self._prefix("action", tool), _JSON_NO_IDENTITY + flat), NO_FLAGS
+                return self._json_digest("action", tool, flat), NO_FLAGS
         digest, flags, _ = self.action_parts(tool, rule, arguments, identity)
         return digest, flags
 
@@ -127,14 +127,14 @@ class Fingerprinter:
                 policy = self.policy
                 fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
                 if fast is not None:  # = result_parts(...)[:2], without decoding the text
-                    known = (self.key.digest_after(self._prefix("result", ""), _JSON_NO_IDENTITY + fast[1]), NO_FLAGS)
+                    known = (self._json_digest("result", "", fast[1]), NO_FLAGS)
                 else:
                     known = self.result_parts(tool, rule, result)[:2]
                 self._results = _kept(memo, key, known)
             return known
         flat = native_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
         if flat is not None:
-            return self.key.digest_after(self._prefix("result", ""), _JSON_NO_IDENTITY + flat), NO_FLAGS
+            return self._json_digest("result", "", flat), NO_FLAGS
         digest, flags, _ = self.result_parts(tool, rule, result)
         return digest, flags
 
@@ -192,6 +192,10 @@ class Fingerprinter:
         # parts are hashed once per (domain, tool): the key's state after them is kept.
         rest = f"{identity}\x00{form}\x00{text}".encode("utf-8", errors="surrogatepass")
         return self.key.digest_after(self._prefix(domain, tool), rest)
+
+    def _json_digest(self, domain: str, tool: str, canonical: bytes) -> str:
+        """`_digest` of canonical JSON already in UTF-8, with no identity (the native paths)."""
+        return self.key.digest_after(self._prefix(domain, tool), _JSON_NO_IDENTITY + canonical)
 
     def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))
