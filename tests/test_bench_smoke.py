@@ -30,6 +30,7 @@ def test_the_receiver_bench_judges_its_mixes_and_finds_the_loops() -> None:
                      bench.recorded_requests(1)):
         assert bench.pipeline(payloads) > 0  # run 0 of each synthetic mix loops; every recorded trace does
         bench.naive(payloads)
+        assert bench.decode_only(payloads) > 0
     assert bench.pipeline(bench.plain_requests(3)) == 0  # no tool or model call: nothing to judge
     memory = bench.memory_per_held_call(200)
     assert memory["held_calls"] == 200 and memory["bytes_per_held_call"] > 0
