@@ -118,8 +118,13 @@ def load_key(
 
 
 def _read_key_file(path: Path) -> bytes:
-    if not path.exists():
-        # Not echoed: a key pasted into the path setting by mistake must not leak.
+    try:
+        found = path.exists()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL: a pasted key, likely
+        found = False
+    if not found:
+        # Not echoed (nor the OS's error, which names the path): a key pasted into the
+        # path setting by mistake must not leak.
         raise KeyConfigError(f"no key file at the path given by {ENV_KEY_FILE} / --key-file (not shown: "
                              "it may be the key itself)")
     try:

@@ -347,3 +347,16 @@ def test_a_key_pasted_into_the_key_file_setting_is_not_echoed(tmp_path, monkeypa
     with pytest.raises(KeyConfigError) as caught:
         load_key({"OTEL_LOOPGUARD_KEY_FILE": secret})
     assert "8f1c0a9b" not in str(caught.value)
+
+
+@pytest.mark.parametrize("pasted", [
+    "Zq9-secret-passphrase-" + "k" * 300,  # longer than a file name may be: the OS error would name it
+    "s3cr3t-passphrase\x00value",  # a NUL: pathlib raises ValueError
+    "abc/" + "s3cr3t" * 50,
+])
+def test_a_long_or_odd_key_pasted_into_the_key_file_setting_is_not_echoed_even_in_the_traceback(pasted: str) -> None:
+    with pytest.raises(KeyConfigError) as caught:
+        load_key({"OTEL_LOOPGUARD_KEY_FILE": pasted})
+    rendered = "".join(traceback.format_exception(caught.value))
+    assert "s3cr3t" not in rendered and "passphrase" not in rendered
+    assert "OTEL_LOOPGUARD_KEY_FILE" in str(caught.value)
