@@ -41,6 +41,11 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     except LoopguardError as exc:
         print(f"otel-loopguard audit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug of ours: never exit 1, which CI reads as "a run fails"
+        _log.debug("audit failed", exc_info=True)
+        print(f"otel-loopguard audit: internal error ({type(exc).__name__}), no verdict; run with "
+              "-v for the traceback and please report it", file=sys.stderr)
+        return EXIT_BAD_INPUT
     out.write(to_json(reports) + "\n" if args.format == "json" else to_text(reports))
     return exit_status(reports)
 

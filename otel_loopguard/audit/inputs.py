@@ -47,7 +47,7 @@ def _read_file(path: Path, records: RunBuilder, spans: SpanCollector) -> None:
         spans.add(_protobuf(path, data))
         return
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # a byte order mark, as some editors write
     except UnicodeDecodeError:
         spans.add(_protobuf(path, data))
         return
@@ -80,27 +80,34 @@ def _is_otlp_json(text: str, first: str) -> bool:
 
 
 def _otlp_json(path: Path, text: str) -> list[ExportTraceServiceRequest]:
+    """One JSON document, or one request per line (the Collector's file exporter)."""
     try:
-        documents: list[Any] = [json.loads(text)]
-    except ValueError:
-        documents = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                documents.append(_json_line(path, number, line))
+        documents: list[Any] = [_json(path, 0, text)]
+    except InputError:
+        if text.lstrip().split("\n", 1)[0].strip() == "{":
+            raise  # a pretty-printed document: its own error says where it breaks
+        documents = [_json(path, number, line) for number, line in enumerate(text.splitlines(), start=1)
+                     if line.strip()]
     out = []
     for i, doc in enumerate(documents, start=1):
         try:
             out.append(request_from_json(doc))
         except OtlpJsonError as exc:
             raise InputError(f"{path}: OTLP/JSON request {i} is invalid: {exc}") from None
+        except RecursionError:
+            raise InputError(f"{path}: OTLP/JSON request {i} is nested too deeply to read") from None
     return out
 
 
-def _json_line(path: Path, number: int, line: str) -> Any:
+def _json(path: Path, number: int, text: str) -> Any:
+    """`number` 0: the whole file."""
+    where = f"{path}:{number}" if number else str(path)
     try:
-        return json.loads(line)
+        return json.loads(text)
     except ValueError as exc:
-        raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+        raise InputError(f"{where}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{where}: JSON nested too deeply to read") from None
 
 
 def _protobuf(path: Path, data: bytes) -> ExportTraceServiceRequest:

@@ -58,6 +58,8 @@ def read_ndjson(path: Path, text: str, runs: RunBuilder) -> None:
             record = json.loads(raw)
         except ValueError as exc:
             raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(f"{path}:{number}: JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         _read_line(_Line(path, number, record), path, runs)

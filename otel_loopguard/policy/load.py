@@ -261,14 +261,20 @@ def load_policy(path: Optional[str | Path]) -> Policy:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"cannot read policy file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"policy file {p} is not UTF-8 text (byte {exc.start})") from None
     if p.suffix.lower() == ".json":
         try:  # JSON files are read as JSON: YAML rejects tab indents and pairs \u escapes wrongly
             data = json.loads(text)
         except ValueError as exc:
             raise PolicyError(f"{p}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise PolicyError(f"{p}: nested too deeply to read") from None
     else:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise PolicyError(f"{p}: not valid YAML: {exc}") from None
+        except RecursionError:
+            raise PolicyError(f"{p}: nested too deeply to read") from None
     return policy_from_mapping(data, str(p))

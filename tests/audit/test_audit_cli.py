@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -358,3 +360,70 @@ def test_a_bad_file_fails_the_audit_even_after_good_ones(audit_fast, tmp_path: P
     proc = audit_fast(passing(tmp_path), bad, fmt="json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert f"{bad}:1:" in proc.stderr
+
+
+# --- exit 2, never 1, for input the readers cannot follow -------------------------------
+
+
+def test_exit_2_for_json_nested_deeper_than_json_can_read(audit, audit_fast, tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    line = json.dumps(lookup(1))[:-1] + ', "extra": ' + deep + "}"
+    path = tmp_path / "deep.ndjson"
+    path.write_text(line + "\n")
+    assert f"{path}:1: JSON nested too deeply" in _bad(audit, path)
+
+    otlp = tmp_path / "deep.json"
+    otlp.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": ' + deep + "}]}]}]}")
+    assert "nested too deeply" in _bad(audit_fast, otlp)
+
+
+def test_arguments_nested_as_deep_as_json_reads_are_still_judged(audit_fast, tmp_path: Path) -> None:
+    deep = json.loads("[" * 900 + "]" * 900)
+    path = write_ndjson(tmp_path / "deep-args.ndjson", [lookup(i, arguments={"q": deep}) for i in range(1, 6)])
+    code, report = audit_fast.json(path)
+    assert code == 1 and findings_of(only_run(report))  # five identical deep calls: a stopped repeat, as with shallow ones
+
+
+def test_exit_2_for_a_policy_file_that_is_not_utf8(audit, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes("repeat:\n  # caf\u00e9\n  warn_at: 3\n".encode("latin-1"))
+    proc = audit(passing(tmp_path), policy=policy, fmt="json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert str(policy) in proc.stderr and "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_ndjson_file_with_a_byte_order_mark_is_read(audit_fast, tmp_path: Path) -> None:
+    path = looping(tmp_path, n=5)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    code, report = audit_fast.json(path)
+    assert code == 1 and findings_of(only_run(report))
+
+
+def test_a_truncated_pretty_printed_otlp_json_file_names_where_it_breaks(audit_fast, tmp_path: Path) -> None:
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1",
+                                                         "name": f"span {i}"} for i in range(40)]}]}]}
+    text = json.dumps(doc, indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) // 2])
+    err = _bad(audit_fast, path)
+    assert "line 1 column" not in err and re.search(r"line \d{2,} column", err), err
+
+
+def test_a_long_key_pasted_as_the_key_file_is_bad_input_and_never_echoed(audit, tmp_path: Path) -> None:
+    pasted = "pasted-passphrase-" + "k" * 300
+    proc = subprocess.run([sys.executable, "-m", "otel_loopguard.cli", "audit", str(passing(tmp_path)),
+                           "--key-file", pasted], capture_output=True, text=True, env=audit.env, cwd=tmp_path,
+                          timeout=60)
+    assert proc.returncode == 2 and "pasted-passphrase" not in proc.stderr + proc.stdout
+    assert "key file" in proc.stderr
+
+
+def test_an_internal_error_is_exit_2_not_the_fail_status(audit_fast, tmp_path: Path, monkeypatch) -> None:
+    from otel_loopguard.audit import command
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(command, "read_runs", broken)
+    proc = audit_fast(passing(tmp_path))
+    assert proc.returncode == 2 and "internal error (KeyError)" in proc.stderr
