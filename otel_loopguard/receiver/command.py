@@ -15,9 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forward", metavar="HOST:PORT", help="inline: forward every unique span plus findings here")
     parser.add_argument(
         "--findings-only",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="send only findings: to --forward if given, else to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT",
+        help="send only findings: to --forward if given, else to OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT "
+        "(--no-findings-only: inline, whatever the environment or config file says)",
     )
     parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON)")
     parser.add_argument("--config", metavar="FILE", help="receiver settings file (YAML); see docs/receiver.md")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -51,10 +52,12 @@ class ReceiverConfig:
         return not self.insecure or bool(self.certificate_file or self.client_certificate_file)
 
     def validate(self) -> "ReceiverConfig":
-        if self.forward and not _host_port(self.forward):
-            raise ConfigError(f"forward: expected HOST:PORT, got {self.forward!r}")
-        if not _host_port(self.listen):
-            raise ConfigError(f"listen: expected HOST:PORT, got {self.listen!r}")
+        if self.forward and not _host_port(self.forward, lowest=1):
+            raise ConfigError(f"forward: expected HOST:PORT with a port of 1-65535, got {self.forward!r}")
+        if not _host_port(self.listen, lowest=0):
+            raise ConfigError(f"listen: expected HOST:PORT with a port of 0-65535 (0: any free port), got {self.listen!r}")
+        if self.metrics_listen and not _host_port(self.metrics_listen, lowest=0):
+            raise ConfigError(f"metrics_listen: expected HOST:PORT with a port of 0-65535, got {self.metrics_listen!r}")
         if not self.forward:
             raise ConfigError(
                 "no downstream: give --forward HOST:PORT, or --findings-only with "
@@ -67,9 +70,21 @@ class ReceiverConfig:
         parse_headers(self.headers)
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not value >= 0:  # NaN too
                 raise ConfigError(f"{f.name}: must be >= 0, got {value}")
+        for name in _AT_LEAST_ONE:
+            if getattr(self, name) < 1:  # 0 would refuse every request, or remember nothing
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.forward_timeout_seconds <= 0:
+            raise ConfigError(f"forward_timeout_seconds: must be > 0, got {self.forward_timeout_seconds}")
+        if not MIN_RECEIVE_BYTES <= self.max_receive_bytes <= MAX_RECEIVE_BYTES:
+            raise ConfigError(f"max_receive_bytes: must be {MIN_RECEIVE_BYTES}-{MAX_RECEIVE_BYTES} "
+                              f"(gRPC's limit is a 32-bit count), got {self.max_receive_bytes}")
         return self
+
+
+_AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size")
+MIN_RECEIVE_BYTES, MAX_RECEIVE_BYTES = 64 * 1024, 2**31 - 1
 
 
 # gRPC metadata: lower-case token keys, printable-ASCII values (anything else fails every call).
@@ -97,12 +112,21 @@ def parse_headers(text: Optional[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _host_port(text: str) -> bool:
+def _host_port(text: str, lowest: int) -> bool:
     host, _, port = text.rpartition(":")
-    return bool(host) and port.isdigit()
+    return bool(host) and port.isascii() and port.isdigit() and lowest <= int(port) <= 65535
+
+
+def split_host_port(text: str) -> tuple[str, int]:
+    """"[::1]:9464" -> ("::1", 9464): the brackets are URL syntax, not part of the address."""
+    host, _, port = text.rpartition(":")
+    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 _ENV_PREFIX = "OTEL_LOOPGUARD_"
+# OTEL_LOOPGUARD_KEY_FILE is left to load_key(), so OTEL_LOOPGUARD_KEY beats it here as in the
+# processor and the audit: both ends must pick the same key, or digests silently stop comparing.
+_KEY_SETTINGS = frozenset({"key_file"})
 # Standard exporter settings the downstream honours when the receiver's own settings are unset.
 _EXPORTER_ENV = (
     ("headers", "HEADERS"),
@@ -124,9 +148,19 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             if text not in ("true", "false", "1", "0", "yes", "no"):
                 raise ValueError(raw)
             return text in ("true", "1", "yes")
-        return kind(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name} must be {kind.__name__}, got {raw!r}") from None
+        if isinstance(raw, bool) or (kind is str and not isinstance(raw, str)):
+            raise TypeError(raw)  # `true` is no number, and 8080 no address
+        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(raw)  # 1.9 runs is not silently 1
+        value = kind(raw)
+        if kind is float and not math.isfinite(value):
+            raise ValueError(raw)
+        return value
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{source}: {name} must be {_KINDS.get(kind, kind.__name__)}, got {raw!r}") from None
+
+
+_KINDS = {int: "an integer", float: "a finite number", str: "text", bool: "true or false"}
 
 
 def from_sources(
@@ -139,7 +173,7 @@ def from_sources(
     values: dict[str, Any] = {}
     if config_file:
         values.update(_file_values(Path(config_file), names))
-    for name in names:
+    for name in names - _KEY_SETTINGS:
         key = _ENV_PREFIX + name.upper()
         if env.get(key):
             values[name] = _coerce(name, env[key], key)
@@ -187,6 +221,9 @@ def _file_values(path: Path, names: set[str]) -> dict[str, Any]:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+    empty = sorted(k for k, v in data.items() if v is None and getattr(ReceiverConfig(), k) is not None)
+    if empty:
+        raise ConfigError(f"{path}: {', '.join(empty)} has no value (remove the line for the default)")
     return {k: _coerce(k, v, str(path)) if v is not None else None for k, v in data.items()}
 
 
@@ -202,6 +239,10 @@ def _otlp_endpoint(env: Mapping[str, str]) -> Optional[tuple[str, bool]]:
     if not url:
         return None
     parsed = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        port = parsed.port
+    except ValueError:
+        raise ConfigError(f"{key}: {url!r} has no valid port (1-65535)") from None
     if parsed.path not in ("", "/"):
         raise ConfigError(f"{key}: {url!r} has a path; the receiver sends OTLP/gRPC, give scheme://host:port")
     if not parsed.hostname:
@@ -211,4 +252,4 @@ def _otlp_endpoint(env: Mapping[str, str]) -> Optional[tuple[str, bool]]:
     if insecure_env and insecure_env.strip().lower() == "true":
         secure = False
     host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
-    return f"{host}:{parsed.port or 4317}", secure
+    return f"{host}:{port or 4317}", secure

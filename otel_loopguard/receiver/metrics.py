@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Optional
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
@@ -61,15 +60,21 @@ class Metrics:
             series = [(labels, v) for (n, labels), v in self._values.items() if n == name] or [((), 0)]
             for labels, value in sorted(series):
                 shown = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                lines.append(f"{PREFIX}{name}{{{shown}}} {value:g}" if shown else f"{PREFIX}{name} {value:g}")
+                text = _number(value)
+                lines.append(f"{PREFIX}{name}{{{shown}}} {text}" if shown else f"{PREFIX}{name} {text}")
         return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    """Every digit of a count (`:g` would cut 1234567 to 1.23457e+06); a float as repr writes it."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _escape(v: str) -> str:
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-async def serve_metrics(metrics: Metrics, host: str, port: int) -> Optional[asyncio.base_events.Server]:
+async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.base_events.Server:
     """A minimal HTTP endpoint: GET /metrics -> Prometheus text format."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -77,14 +82,17 @@ async def serve_metrics(metrics: Metrics, host: str, port: int) -> Optional[asyn
             request = await asyncio.wait_for(reader.readline(), timeout=5)
             while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
                 pass
-            path = request.split(b" ")[1] if request.count(b" ") >= 2 else b""
-            if path.split(b"?")[0] in (b"/metrics", b"/"):
-                body, status = metrics.render().encode(), b"200 OK"
+            method, path = (request.split(b" ") + [b"", b""])[:2]
+            if method not in (b"GET", b"HEAD"):
+                body, status, extra = b"method not allowed\n", b"405 Method Not Allowed", b"Allow: GET, HEAD\r\n"
+            elif path.split(b"?")[0] in (b"/metrics", b"/"):
+                body, status, extra = metrics.render().encode(), b"200 OK", b""
             else:
-                body, status = b"not found\n", b"404 Not Found"
+                body, status, extra = b"not found\n", b"404 Not Found", b""
             writer.write(
-                b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; version=0.0.4\r\n" + extra
+                + b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+                + (body if method != b"HEAD" else b"")
             )
             await writer.drain()
         except (asyncio.TimeoutError, ConnectionError, IndexError):
@@ -92,6 +100,4 @@ async def serve_metrics(metrics: Metrics, host: str, port: int) -> Optional[asyn
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, host, port)
-    _log.info("metrics on http://%s:%d/metrics", host, port)
-    return server
+    return await asyncio.start_server(handle, host, port)

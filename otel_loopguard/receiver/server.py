@@ -19,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
-from .config import ReceiverConfig, parse_headers
+from .config import ReceiverConfig, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
@@ -74,27 +74,39 @@ async def start(config: ReceiverConfig) -> Running:
         options=[
             ("grpc.max_receive_message_length", config.max_receive_bytes),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
+            # gRPC shares a port by default: a second receiver on it would quietly take part of
+            # the traffic, with its own dedupe and runs. A port in use is an error instead.
+            ("grpc.so_reuseport", 0),
         ]
     )
     server.add_generic_rpc_handlers((receiver.handler(),))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(config.listen)
+    try:
+        port = server.add_insecure_port(config.listen)
+    except RuntimeError:  # grpcio raises this where older releases returned 0
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {config.listen}")
+        await downstream.close()
+        raise OSError(f"cannot listen on {config.listen} (in use, or not an address of this host)")
+    try:  # bound before serving: a bad metrics address leaves nothing running behind it
+        metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
+    except OSError as exc:
+        await downstream.close()
+        raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     findings.start()
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
-    metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
     mode = "findings-only" if config.findings_only else "inline"
     names = ",".join(k for k, _ in parse_headers(config.headers)) or "none"  # names only: values may be keys
     if config.headers and not config.tls:
         _log.warning("headers (%s) are sent in plaintext to %s; set certificate_file or insecure: false for TLS",
                      names, config.forward)
-    _log.info("otel-loopguard receiver on port %d (%s mode, downstream %s over %s, headers %s, compression %s, "
-              "key id %s, policy %s)", port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
+    host = config.listen.rpartition(":")[0]
+    _log.info("otel-loopguard receiver on %s:%d (%s mode, downstream %s over %s, headers %s, compression %s, "
+              "key id %s, policy %s)", host, port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
               config.compression, key.key_id, policy.version)
     return Running(server, port, metrics, assembler, findings, downstream, metrics_port,
                    [ticker], metrics_server, health_servicer)
@@ -103,10 +115,11 @@ async def start(config: ReceiverConfig) -> Running:
 async def _metrics(metrics: Metrics, listen: Optional[str]) -> tuple[Optional[asyncio.base_events.Server], Optional[int]]:
     if not listen:
         return None, None
-    host, _, port = listen.rpartition(":")
-    server = await serve_metrics(metrics, host, int(port))
-    assert server is not None
-    return server, server.sockets[0].getsockname()[1]
+    host, port = split_host_port(listen)
+    server = await serve_metrics(metrics, host, port)
+    bound = server.sockets[0].getsockname()[1]
+    _log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, bound)
+    return server, bound
 
 
 async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics) -> None:
