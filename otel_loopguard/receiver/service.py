@@ -13,6 +13,8 @@ Order of operations per request:
    down -> UNAVAILABLE with RetryInfo and nothing is remembered, so the
    sender's retry is not mistaken for a duplicate.
 5. Only then remember the spans and feed the detectors; findings are queued.
+   Steps 4-5 run to the end even when the sender cancels (its deadline passed):
+   the downstream may already hold the spans.
 
 Steps 3 and 5 contain no await, so on the event loop each runs as one piece.
 """
@@ -81,8 +83,20 @@ class TraceReceiver:
             await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
         keys = {d.key for d in fresh}
         self._in_flight |= keys
-        downstream = _NOTHING_REFUSED
+        # Shielded: a sender whose deadline passes mid-forward cancels this handler, but the
+        # downstream may already hold the spans. They are remembered and judged all the same,
+        # so the sender's retry is a duplicate, not a second delivery.
+        delivery = asyncio.ensure_future(self._deliver(data, decoded, fresh, dropped, keys))
+        downstream = await asyncio.shield(delivery)
+        if downstream.status != SENT:
+            await self._refuse(downstream, context)
+        return _response(decoded.rejected, downstream)
+
+    async def _deliver(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
+                       dropped: list[tuple[Decoded, str]], keys: set[bytes]) -> SendResult:
+        """Forward (inline mode), then remember and judge; on a refusal nothing is remembered."""
         try:
+            downstream = _NOTHING_REFUSED
             if self._downstream is not None and fresh:
                 # The original bytes when nothing was dropped: no re-encoding on the common path.
                 filtered = bool(dropped) or bool(decoded.rejected)
@@ -91,11 +105,13 @@ class TraceReceiver:
                     payload = await asyncio.to_thread(_filtered_bytes, data, fresh)
                 elif filtered:
                     payload = _filtered_bytes(data, fresh)
-                downstream = await self._forward(payload, len(fresh), context)
+                downstream = await self._forward(payload, len(fresh))
+                if downstream.status != SENT:
+                    return downstream
+            self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+            return downstream
         finally:
             self._in_flight -= keys
-        self._accept(decoded.spans, decoded.rejected, fresh, dropped)
-        return _response(decoded.rejected, downstream)
 
     def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
         """Remember and judge an accepted request. Counted only now: a refused request
@@ -145,8 +161,8 @@ class TraceReceiver:
                 dropped.append((d, verdict))
         return fresh, dropped
 
-    async def _forward(self, payload: bytes, spans: int, context: grpc.aio.ServicerContext) -> SendResult:
-        """The downstream's answer when it took the spans (possibly with a partial success)."""
+    async def _forward(self, payload: bytes, spans: int) -> SendResult:
+        """The downstream's answer (with a partial success clamped and counted when it took them)."""
         assert self._downstream is not None
         result = await self._downstream.send(payload, self._config.forward_timeout_seconds)
         if result.status == SENT:
@@ -155,8 +171,12 @@ class TraceReceiver:
             self._metrics.inc("spans_forwarded_total", spans - result.rejected_spans)
             if result.rejected_spans:
                 self._metrics.inc("spans_rejected_downstream_total", result.rejected_spans)
-            return result
-        elif result.status == REJECTED and result.code in DATA_FAULTS:
+        return result
+
+    async def _refuse(self, result: SendResult, context: grpc.aio.ServicerContext) -> None:
+        """Tell the sender why the downstream did not take the spans; always aborts."""
+        assert self._downstream is not None
+        if result.status == REJECTED and result.code in DATA_FAULTS:
             # The data itself is refused (malformed, too large): retrying cannot help.
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the downstream endpoint rejected these spans: {result.detail}")
         elif result.status == REJECTED:

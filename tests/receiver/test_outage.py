@@ -15,9 +15,11 @@ from .harness import (
     RUN,
     ReceiverThread,
     Sink,
+    TaggedRun,
     app_spans,
     attr,
     export_stub,
+    findings_of,
     make_config,
     make_span,
     request_of,
@@ -109,3 +111,55 @@ def test_findings_wait_for_the_downstream_and_are_delivered_once_it_is_back(sink
     finally:
         sink.down = False
         receiver.stop()
+
+
+def test_a_sender_whose_deadline_passes_mid_forward_does_not_get_its_spans_stored_twice() -> None:
+    """The downstream takes the spans but answers after the sender gave up (DEADLINE_EXCEEDED).
+    The receiver finishes the delivery anyway and remembers the spans, so the sender's retry
+    is a duplicate: each span reaches the backend once, and the run is judged."""
+    sink = _SlowFirstAnswer()
+    receiver = ReceiverThread(make_config(sink.port, forward_timeout_seconds=5.0))
+    try:
+        run = TaggedRun()
+        request = request_of([run.call(seq) for seq in range(1, 6)])
+        channel, stub = export_stub(receiver.port)
+        with channel:
+            try:
+                stub.Export(request, timeout=0.5)
+                raise AssertionError("the first attempt should have hit its deadline")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            delivered = wait_for(lambda: _retry(stub, request), timeout=10, what="the retry to be answered")
+        assert delivered == "duplicate"
+        stored = [s.span_id for s in app_spans(sink)]
+        assert sorted(stored) == sorted(run.span_ids.values())  # each once
+        assert receiver.running.metrics.get("duplicates_total") == 5
+        wait_for(lambda: findings_of(sink, kind="repeat"), what="the run judged from the first delivery")
+    finally:
+        receiver.stop()
+        sink.stop()
+
+
+class _SlowFirstAnswer(Sink):
+    """Stores the first request at once but answers it 1.5 s later."""
+
+    def __init__(self) -> None:
+        self.answered_late = threading.Event()
+        super().__init__()
+
+    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        answer = super().Export(request, context)
+        if not self.answered_late.is_set():
+            self.answered_late.set()
+            threading.Event().wait(1.5)
+        return answer
+
+
+def _retry(stub: Any, request: Any) -> str:
+    try:
+        response = stub.Export(request, timeout=5)
+    except grpc.RpcError as err:  # still in flight: the sender is told to come back
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+        return ""
+    assert not response.HasField("partial_success") or not response.partial_success.rejected_spans
+    return "duplicate"
