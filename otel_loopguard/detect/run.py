@@ -37,6 +37,12 @@ DETECTORS = (
 )
 
 
+# Patterns whose evidence is calls in a row: a gap in the sequence breaks them (the missing
+# call may have been another action, an error, or new information). Budgets, caps, polls
+# and duplicate writes count totals, which a gap does not break.
+_STREAKS = frozenset({RepeatDetector, CycleDetector, ErrorStreakDetector, NoProgressDetector,
+                      ParallelDuplicateDetector})
+
 MAX_DISTINCT_ACTIONS = 16384
 # Positions in DETECTORS, worked out once rather than searched for in every new run.
 _BUDGET = DETECTORS.index(BudgetDetector)
@@ -108,6 +114,14 @@ class Run:
             if new:  # most calls find nothing in most detectors
                 found += new
         return self._stamp(found), judgement
+
+    def gap(self) -> None:
+        """Calls went missing before the next one: patterns of calls in a row start afresh,
+        so no finding claims a streak across evidence that is not there. Totals go on."""
+        self._detectors = [cls(self.policy) if cls in _STREAKS else d for cls, d in zip(DETECTORS, self._detectors)]
+        self._previews = cast("list[Preview]", [self._detectors[i] for i in _PREVIEWS])
+        self._by_rule = {}
+        self._last_turn = None
 
     def _fanout(self, rule: ToolRule) -> tuple[Callable[[Step], list[Finding]], ...]:
         """The detectors that can judge calls under this rule. Some only ever judge a few

@@ -3,7 +3,8 @@
 Calls numbered by the processor (`loopguard.seq`) are judged as soon as the
 contiguous prefix grows, so findings stream. Calls without a number are held
 and judged in start-time order when the run completes. A gap that outlives
-`gap_wait` makes the run `incomplete_trace`; judging resumes after the gap.
+`gap_wait` makes the run `incomplete_trace`; judging resumes after the gap,
+patterns of calls in a row starting afresh there.
 """
 
 from __future__ import annotations
@@ -170,6 +171,7 @@ class RunBuffer:
             self.skipped.append((lo, hi))
         self.next_seq = resume
         self.gap_since = now if self.pending else None
+        self.run.gap()  # no streak is claimed across the missing calls
         out = [self._incomplete(lo, hi)] + self._drain()
         self.gap_since = now if self.pending else None
         return out

@@ -109,6 +109,38 @@ def test_gaps_in_the_sequence_are_accepted() -> None:
     assert [(f.kind, f.seqs) for f in h.findings if f.kind == "repeat"] == [("repeat", (3, 10, 11))]
 
 
+@pytest.mark.parametrize("told_of_the_gap", [True, False])
+def test_after_a_gap_patterns_of_calls_in_a_row_start_afresh(told_of_the_gap: bool) -> None:
+    """Calls 1, 2, (3 missing), 4, 5, 6 of one action: the missing call may have been another
+    action, so no repeat is claimed across it; three in a row after it still are one."""
+    h = Harness({"budget": NO_BUDGETS})
+    for seq in (1, 2):
+        h.call("t", {}, "r", seq=seq)
+    if told_of_the_gap:
+        h.run.gap()
+    h.call("t", {}, "r", seq=4)
+    repeats = [f.seqs for f in h.findings if f.kind == "repeat"]
+    if not told_of_the_gap:  # the mutation: without gap() the streak runs across it
+        assert repeats == [(1, 2, 4)]
+        return
+    assert repeats == []
+    h.call("t", {}, "r", seq=5)
+    h.call("t", {}, "r", seq=6)
+    assert [f.seqs for f in h.findings if f.kind == "repeat"] == [(4, 5, 6)]
+
+
+def test_a_gap_breaks_error_streaks_cycles_and_no_progress_but_not_totals() -> None:
+    h = Harness({"budget": NO_BUDGETS, "tools": {"t": {"max_calls": 4}}})
+    h.call("t", {"n": 1}, "r", ok=False, seq=1)  # one error before the gap
+    h.run.gap()
+    h.call("t", {"n": 2}, "r", ok=False, seq=3)  # one after: a streak of one, not two
+    assert [f for f in h.findings if f.kind == "error_streak"] == []
+    h.call("t", {"n": 3}, "r", ok=False, seq=4)
+    assert [f.seqs for f in h.findings if f.kind == "error_streak"] == [(3, 4)]
+    h.call("t", {"n": 4}, "r", seq=5)  # the 4th call of t: its cap counts across the gap
+    assert [(f.severity, f.last_seq) for f in h.findings if f.kind == "tool_cap"][-1] == ("stop", 5)
+
+
 def test_runs_do_not_share_state() -> None:
     pol = {"budget": NO_BUDGETS}
     a, b = Harness(pol, "a"), Harness(pol, "b")

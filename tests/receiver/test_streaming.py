@@ -130,6 +130,25 @@ def test_a_missing_call_makes_the_run_incomplete_after_gap_wait(sink: Sink) -> N
         receiver.stop()
 
 
+def test_no_loop_is_claimed_across_a_missing_call_but_one_after_it_is(sink: Sink) -> None:
+    """Calls 1, 2, 4-8 of one action: the missing call 3 could have been anything, so streaks
+    start again at 4 (the audit refuses to score such a run at all; the receiver, judging
+    live, still reports a loop whose evidence lies wholly after the gap)."""
+    receiver = ReceiverThread(make_config(sink.port, gap_wait_seconds=0.5, **OPEN))
+    try:
+        run = TaggedRun(seed=12)
+        _send(receiver.port, run, [1, 2, 4, 5, 6, 7, 8])
+        wait_for(lambda: len(findings_of(sink, kind="repeat")) >= 2,
+                 what="the repeat after the gap")
+        repeats = sorted((attr(f, "loopguard.finding.first_seq"), attr(f, "loopguard.finding.last_seq"),
+                          attr(f, "loopguard.finding.severity")) for f in findings_of(sink, kind="repeat"))
+        assert repeats == [(4, 6, "warn"), (4, 8, "stop")]
+        for f in findings_of(sink, exclude=("incomplete_trace",)):
+            assert attr(f, "loopguard.finding.first_seq") > 3, f  # nothing spans the gap
+    finally:
+        receiver.stop()
+
+
 def test_two_different_spans_with_one_seq_are_an_integrity_conflict(sink: Sink, receiver: ReceiverThread) -> None:
     run = TaggedRun(seed=13)
     _send(receiver.port, run, [1, 2])
