@@ -49,23 +49,26 @@ class RunAssembler:
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
         self._completed: BoundedMap[str, float] = BoundedMap(config.late_cache_size)
         self._children: BoundedMap[bytes, tuple[str, int, int]] = BoundedMap(MAX_PARENT_CHECKS)
+        # Times of spans that may be a later tool call's parent (those of traces with calls).
+        self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
 
     # -- input -------------------------------------------------------------------
     def accept(self, spans: list[Decoded]) -> list[Span]:
         now = self._clock()
         out: list[Span] = []
+        calls_here = any(d.call is not None for d in spans)
         for d in spans:
             try:
-                out += self._accept_one(d, now)
+                out += self._accept_one(d, now, calls_here)
             except Exception:  # one bad span must not cost the others their judgement
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not judge span %s of trace %s", d.span_id.hex(), d.trace_id.hex())
         self._metrics.set_gauge("buffered_calls", self.buffered_calls)
         return out
 
-    def _accept_one(self, d: Decoded, now: float) -> list[Span]:
-        self._touch(d, now)
+    def _accept_one(self, d: Decoded, now: float, calls_here: bool = True) -> list[Span]:
+        self._touch(d, now, calls_here)
         if d.run_id is None:
             return []
         buffer = self._run(d.run_id, d.trace_id, now)
@@ -141,8 +144,9 @@ class RunAssembler:
                 self._root_seen(buffer, trace_id, root[0], root[1])
         return buffer
 
-    def _touch(self, d: Decoded, now: float) -> None:
-        for run_id in self._trace_runs.get(d.trace_id, ()):
+    def _touch(self, d: Decoded, now: float, calls_here: bool) -> None:
+        runs = self._trace_runs.get(d.trace_id, ())
+        for run_id in runs:
             buffer = self.runs.get(run_id)
             if buffer is not None:
                 buffer.last_activity = now
@@ -150,6 +154,8 @@ class RunAssembler:
                     self._root_seen(buffer, d.trace_id, d.span_id.hex(), now)
         if not d.parent:
             self._roots.put(d.trace_id, (d.span_id.hex(), now))
+        if runs or calls_here:  # a tool call arriving after it can still be checked against it
+            self._spans_seen.put(d.span_id, (d.start, d.end))
         self._check_parent(d)
 
     @staticmethod
@@ -191,21 +197,27 @@ class RunAssembler:
         return out
 
     # -- clock skew ----------------------------------------------------------------
+    # Checked whichever of the two arrives last: the same report in every delivery order.
     def _watch_parent(self, d: Decoded, buffer: RunBuffer) -> None:
-        if d.parent:
+        if not d.parent:
+            return
+        parent = self._spans_seen.get(d.parent)
+        if parent is None:
             self._children.put(d.parent, (buffer.run_id, d.start, d.end))
+        elif _outside(d.start, d.end, *parent):
+            self._skewed(buffer.run_id)
 
     def _check_parent(self, d: Decoded) -> None:
         child = self._children.pop(d.span_id)
-        if child is None:
-            return
-        run_id, start, end = child
-        if start < d.start or (d.end and end > d.end):
-            self._metrics.inc("clock_skew_total")
-            buffer = self.runs.get(run_id)
-            if buffer is not None:
-                buffer.clock_skew = True
-            _log.debug("clock skew in run %s: a tool call lies outside its parent span", run_id)
+        if child is not None and _outside(child[1], child[2], d.start, d.end):
+            self._skewed(child[0])
+
+    def _skewed(self, run_id: str) -> None:
+        self._metrics.inc("clock_skew_total")
+        buffer = self.runs.get(run_id)
+        if buffer is not None:
+            buffer.clock_skew = True
+        _log.debug("clock skew in run %s: a tool call lies outside its parent span", run_id)
 
     # -- output --------------------------------------------------------------------
     def _summary(self, buffer: RunBuffer) -> Span:
@@ -244,3 +256,8 @@ class RunAssembler:
         now = time.time_ns()
         trace = buffer.first_trace or "0" * 32
         return place_at(bytes.fromhex(trace), bytes.fromhex(buffer.roots.get(trace, "")), now, now)
+
+
+def _outside(start: int, end: int, parent_start: int, parent_end: int) -> bool:
+    """A call that starts before its parent, or ends after it (a parent still open has no end)."""
+    return start < parent_start or bool(parent_end and end > parent_end)

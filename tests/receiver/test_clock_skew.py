@@ -1,0 +1,87 @@
+"""Clock skew is reported, not trusted (issue: "child before parent, time going backwards"),
+and the report does not depend on the order in which the spans happened to arrive."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from .harness import RUN, ReceiverThread, Sink, TaggedRun, attr, export_stub, make_config, make_span, request_of, wait_for
+
+MS = 1_000_000
+
+
+@pytest.fixture
+def receiver(sink: Sink) -> Iterator[ReceiverThread]:
+    r = ReceiverThread(make_config(sink.port))
+    yield r
+    r.stop()
+
+
+def _deliver(receiver: ReceiverThread, *requests: list[Any]) -> None:
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        for spans in requests:
+            stub.Export(request_of(spans), timeout=10)
+
+
+def _summary(sink: Sink) -> Any:
+    return wait_for(lambda: sink.named(RUN), what="run summary")[0]
+
+
+def _nested(run: TaggedRun, offset_ns: int, seq: int = 1) -> tuple[Any, Any, Any]:
+    """root -> step -> tool call `seq`, the call starting `offset_ns` after its parent step."""
+    step_id = b"\x05" * 8
+    step = make_span(run.trace_id, step_id, "agent step", parent=run.root_id, start=run.t0 + 1000 * MS,
+                     end=run.t0 + 5000 * MS)
+    call = run.call(seq)
+    call.parent_span_id = step_id
+    call.start_time_unix_nano = step.start_time_unix_nano + offset_ns
+    call.end_time_unix_nano = call.start_time_unix_nano + 100 * MS
+    return step, call, run.root()
+
+
+@pytest.mark.parametrize("order", ["child first", "parent first, same request", "parent in an earlier request"])
+def test_a_call_starting_before_its_parent_is_reported_in_every_delivery_order(sink: Sink, receiver: ReceiverThread,
+                                                                                order: str) -> None:
+    run = TaggedRun(seed=31)
+    earlier = run.call(1, args="0" * 32)  # the run is open: its trace's spans are remembered
+    earlier.start_time_unix_nano, earlier.end_time_unix_nano = run.t0 + 100 * MS, run.t0 + 200 * MS
+    step, call, root = _nested(run, offset_ns=-50 * MS, seq=2)
+    if order == "child first":
+        _deliver(receiver, [earlier, call, step, root])
+    elif order == "parent first, same request":
+        _deliver(receiver, [earlier, step, call, root])
+    else:
+        _deliver(receiver, [earlier], [step], [call], [root])
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is True
+    assert receiver.running.metrics.get("clock_skew_total") == 1
+
+
+@pytest.mark.parametrize("order", ["child first", "parent first"])
+def test_a_call_inside_its_parent_is_no_skew(sink: Sink, receiver: ReceiverThread, order: str) -> None:
+    run = TaggedRun(seed=32)
+    step, call, root = _nested(run, offset_ns=+10 * MS)
+    _deliver(receiver, [call, step, root] if order == "child first" else [step, call, root])
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is False
+    assert receiver.running.metrics.get("clock_skew_total") == 0
+
+
+def test_a_later_sequence_number_that_started_earlier_is_time_going_backwards(sink: Sink,
+                                                                             receiver: ReceiverThread) -> None:
+    run = TaggedRun(seed=33)
+    first, second = run.call(1, args="1" * 32), run.call(2, args="2" * 32)
+    second.start_time_unix_nano = first.start_time_unix_nano - 500 * MS
+    second.end_time_unix_nano = second.start_time_unix_nano + 10 * MS
+    _deliver(receiver, [first, second, run.root()])
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is True
+    assert receiver.running.metrics.get("clock_skew_total") == 1
+
+
+def test_siblings_dispatched_in_one_burst_within_a_millisecond_are_no_skew(sink: Sink, receiver: ReceiverThread) -> None:
+    run = TaggedRun(seed=34)
+    first, second = run.call(1, args="1" * 32), run.call(2, args="2" * 32)
+    second.start_time_unix_nano = first.start_time_unix_nano - MS // 2  # parallel siblings may tie
+    _deliver(receiver, [second, first, run.root()])
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is False
