@@ -97,12 +97,14 @@ class RunAssembler:
         """A different tool span under an id already seen: the first one stays."""
         return self._about_dropped(d, RunBuffer.span_conflict)
 
-    def _about_dropped(self, d: Decoded, report: Callable[[RunBuffer, str, int], Finding]) -> list[Span]:
+    def _about_dropped(self, d: Decoded, report: Callable[[RunBuffer, str, int, Optional[str]], Finding]) -> list[Span]:
         buffer = self.runs.get(d.run_id or "")
         if buffer is None or d.call is None:
             return []
-        f = report(buffer, d.span_id.hex(), max(d.call.seq, 0))
-        return self._emit(buffer, [f], place_at(d.trace_id, d.parent, d.start, d.end))
+        f = report(buffer, d.span_id.hex(), max(d.call.seq, 0), d.call.tool)
+        # Under the run's root when known (CONTRACT section 2), as every other finding.
+        root = buffer.roots.get(d.trace_id.hex())
+        return self._emit(buffer, [f], place_at(d.trace_id, bytes.fromhex(root) if root else d.parent, d.start, d.end))
 
     # -- timers ------------------------------------------------------------------
     def tick(self) -> list[Span]:

@@ -245,7 +245,7 @@ class RunBuffer:
     def _conflict(self, raw: RawCall, why: Optional[str] = None) -> Finding:
         self.integrity_error = True
         reason = why or f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
-        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id)])[0]
+        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id, raw.tool)])[0]
 
     def _incomplete(self, lo: int, hi: int) -> Finding:
         self.incomplete = True
@@ -257,21 +257,23 @@ class RunBuffer:
     def _unfinished(self, raw: RawCall) -> Finding:
         self.incomplete = True
         reason = f"call {raw.seq or '?'} started but never finished: its result is unknown"
-        return self._keep([self._about("incomplete_trace", WARN, max(raw.seq, 0), reason, raw.span_id)])[0]
+        return self._keep([self._about("incomplete_trace", WARN, max(raw.seq, 0), reason, raw.span_id, raw.tool)])[0]
 
-    def span_conflict(self, span_id: str, seq: int) -> Finding:
+    def span_conflict(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
         reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"
-        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id)])[0]
+        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id, tool)])[0]
 
-    def telemetry_duplicate(self, span_id: str, seq: int) -> Finding:
+    def telemetry_duplicate(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
         reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"
-        return self._keep([self._about("telemetry_duplicate", INFO, seq, reason, span_id)])[0]
+        return self._keep([self._about("telemetry_duplicate", INFO, seq, reason, span_id, tool)])[0]
 
-    def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None) -> Finding:
-        """A finding about one span; seq 0 when the span carried no sequence number."""
+    def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None,
+               tool: Optional[str] = None) -> Finding:
+        """A finding about one span (and its tool, when it is a call); seq 0 when the span
+        carried no sequence number."""
         spans = (span_id,) if span_id else ()
         seqs = (seq,) if (seq or span_id) else ()
-        f = Finding(kind, severity, seq, seq, 1, seqs, spans if seqs else (), reason)
+        f = Finding(kind, severity, seq, seq, 1, seqs, spans if seqs else (), reason, tool or None)
         return f.stamped(self.run_id, self._fp.policy.version)
 
     def _keep(self, found: list[Finding]) -> list[Finding]:

@@ -164,8 +164,13 @@ def test_telemetry_duplicate_names_the_redelivered_span(recorded: tuple[str, lis
     tool_ids = sorted(s.context.span_id.to_bytes(8, "big").hex() for s in spans if s.name.startswith("execute_tool"))
     named = sorted(tuple(attr(f, "loopguard.finding.span_ids") or ()) for f in findings_of(sink, kind="telemetry_duplicate"))
     assert named == [(sid,) for sid in tool_ids]
+    root = next(s for s in spans if s.parent is None).context.span_id.to_bytes(8, "big")
+    tools = {s.context.span_id.to_bytes(8, "big").hex(): s.attributes["gen_ai.tool.name"] for s in spans
+             if s.name.startswith("execute_tool")}
     for f in findings_of(sink, kind="telemetry_duplicate"):
         assert [link.span_id.hex() for link in f.links] == attr(f, "loopguard.finding.span_ids")
+        assert f.parent_span_id == root  # under the run's root (CONTRACT 2), not the call's own parent
+        assert attr(f, "loopguard.tool.name") == tools[attr(f, "loopguard.finding.span_ids")[0]]
 
 
 @pytest.mark.parametrize("size, ttl", [(0, 600.0), (10, 0.0), (1, 600.0)])

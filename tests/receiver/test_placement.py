@@ -1,5 +1,6 @@
-"""Clock skew is reported, not trusted (issue: "child before parent, time going backwards"),
-and the report does not depend on the order in which the spans happened to arrive."""
+"""Where spans sit in their trace: clock skew is reported, not trusted (issue: "child before
+parent, time going backwards"), whatever the delivery order; findings about one span go under
+the run's root."""
 
 from __future__ import annotations
 
@@ -85,3 +86,19 @@ def test_siblings_dispatched_in_one_burst_within_a_millisecond_are_no_skew(sink:
     second.start_time_unix_nano = first.start_time_unix_nano - MS // 2  # parallel siblings may tie
     _deliver(receiver, [second, first, run.root()])
     assert attr(_summary(sink), "loopguard.run.clock_skew") is False
+
+
+def test_a_duplicate_of_a_nested_call_is_reported_under_the_runs_root_with_its_tool(sink: Sink) -> None:
+    """CONTRACT section 2: finding spans go under the run's root span when it is known."""
+    from .harness import findings_of
+
+    receiver = ReceiverThread(make_config(sink.port, root_grace_seconds=30.0))
+    try:
+        run = TaggedRun(seed=35)
+        step, call, root = _nested(run, offset_ns=+10 * MS)
+        _deliver(receiver, [step, call, root], [call])
+        dup = wait_for(lambda: findings_of(sink, kind="telemetry_duplicate"), what="telemetry_duplicate")[0]
+        assert dup.parent_span_id == run.root_id != call.parent_span_id
+        assert attr(dup, "loopguard.tool.name") == run.tool
+    finally:
+        receiver.stop()
