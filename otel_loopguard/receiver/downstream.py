@@ -164,7 +164,11 @@ class FindingQueue:
     def put(self, spans: list[Span]) -> None:
         for span in spans:
             self._queue.put_nowait(span)
-        self._metrics.set_gauge("finding_queue", self._queue.qsize())
+        self._gauge()
+
+    def _gauge(self) -> None:
+        """Waiting plus being sent: with the downstream down, the batch in flight is undelivered too."""
+        self._metrics.set_gauge("finding_queue", self._queue.qsize() + self._in_flight)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="loopguard-findings")
@@ -179,6 +183,7 @@ class FindingQueue:
     async def _deliver(self, batch: list[Span]) -> None:
         payload = export_request(batch).SerializeToString()
         self._in_flight = len(batch)
+        self._gauge()
         try:
             while True:
                 result = await self._downstream.send(payload, timeout=self._timeout)
@@ -199,7 +204,7 @@ class FindingQueue:
             self._in_flight = 0
             for _ in batch:
                 self._queue.task_done()
-            self._metrics.set_gauge("finding_queue", self._queue.qsize())
+            self._gauge()
 
     async def drain(self, timeout: float) -> bool:
         """Wait until every queued span was delivered (or give up at the timeout)."""

@@ -26,13 +26,13 @@ HELP = {
     "export_failures_total": "Failed attempts to send downstream (retried).",
     "backpressure_total": "Requests answered UNAVAILABLE (downstream down or memory bound reached).",
     "invalid_requests_total": "Requests that were not a valid ExportTraceServiceRequest.",
-    "late_spans_total": "Spans of runs that had already completed (forwarded, not judged).",
+    "late_spans_total": "Tool, model and run-fact spans of runs that had already completed (forwarded, not judged).",
     "clock_skew_total": "Tool calls outside their parent span's time range.",
     "runs_completed_total": "Runs judged complete.",
     "internal_errors_total": "Spans or runs that could not be judged because of an internal error (logged).",
     "runs_open": "Runs currently open.",
     "buffered_calls": "Tool calls held waiting for order or completion.",
-    "finding_queue": "Finding spans waiting to be exported.",
+    "finding_queue": "Finding spans not yet delivered (waiting, or in the batch being sent).",
 }
 
 

@@ -140,7 +140,11 @@ class TraceReceiver:
             return self._parse(data)
         except (DecodeError, RuntimeError) as exc:
             self._metrics.inc("invalid_requests_total")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP ExportTraceServiceRequest: {exc}")
+            message = f"not an OTLP ExportTraceServiceRequest: {exc}"
+            if "MaxDepth" in str(exc):  # maybe valid OTLP, but deeper than protobuf's Python runtime decodes
+                message = ("the request nests messages deeper than this receiver can decode (protobuf's limit "
+                           f"of 100 levels: about 30 levels of maps in an attribute value): {exc}")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
             raise  # unreachable: abort raises
 
     def _parse(self, data: bytes) -> DecodedRequest:

@@ -180,3 +180,38 @@ def test_a_non_utf8_string_field_is_invalid_argument(sink: Sink, receiver: Recei
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert caught.value.details()
     _normal_request_is_served(receiver.port, sink, b"\x17" * 8)
+
+
+def _nested_attribute(levels: int) -> bytes:
+    """A request whose span has an attribute of `levels` maps in maps, written on the wire by
+    hand: the Python runtime cannot even build one deeper than it decodes."""
+    def field(number: int, payload: bytes) -> bytes:  # a length-delimited field
+        return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+    value = field(1, b"leaf")  # AnyValue.string_value
+    for _ in range(levels):  # AnyValue.kvlist_value -> KeyValueList.values -> KeyValue{key, value}
+        value = field(6, field(1, field(1, b"k") + field(2, value)))
+    span = make_span(b"\x06" * 16, b"\x07" * 8, "deep", start=10, end=20).SerializeToString()
+    span += field(9, field(1, b"deep") + field(2, value))  # Span.attributes: repeated, so appended
+    return field(1, field(2, field(2, span)))  # request -> resource_spans -> scope_spans -> spans
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def test_a_value_nested_deeper_than_protobuf_decodes_is_refused_saying_so(sink: Sink, receiver: ReceiverThread) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{receiver.port}")
+    export = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+    with channel:
+        export(_nested_attribute(20), timeout=10)  # deep, but within the limit: forwarded
+        with pytest.raises(grpc.RpcError) as caught:
+            export(_nested_attribute(40), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "deeper than this receiver can decode" in caught.value.details()
+    wait_for(lambda: [s.name for s in app_spans(sink)] == ["deep"], what="the request within the limit forwarded")
+    _normal_request_is_served(receiver.port, sink, b"\x08" * 8)
