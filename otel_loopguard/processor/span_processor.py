@@ -102,7 +102,7 @@ class LoopguardSpanProcessor(SpanProcessor):
             try:
                 delegate.on_start(span, parent_context=parent_context)
             except Exception:  # the SDK would let it reach the application
-                self._log_error("starting a span in a wrapped processor")
+                self._log_error("starting a span in a wrapped processor", "the other processors still see it")
 
     def _on_ending(self, span: Span) -> None:
         for delegate in self._delegates:
@@ -111,7 +111,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 if hook is not None:
                     hook(span)
             except Exception:
-                self._log_error("ending a span in a wrapped processor")
+                self._log_error("ending a span in a wrapped processor", "the other processors still see it")
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
@@ -202,12 +202,12 @@ class LoopguardSpanProcessor(SpanProcessor):
             except Exception:
                 self._log_error("handing a span on")
 
-    def _log_error(self, doing: str) -> None:
+    def _log_error(self, doing: str, then: str = "the span is passed on untagged") -> None:
         # Logged with a traceback a few times, then counted silently: a broken span
         # must not flood the application's logs.
         self._errors_logged += 1
         if self._errors_logged <= 5:
-            _log.exception("otel-loopguard: error while %s; the span is passed on untagged", doing)
+            _log.exception("otel-loopguard: error while %s; %s", doing, then)
 
     # -- lifecycle ------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -217,7 +217,11 @@ class LoopguardSpanProcessor(SpanProcessor):
         ok = True
         for delegate in self._delegates:
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
-            ok = delegate.force_flush(remaining) and ok
+            try:
+                ok = bool(delegate.force_flush(remaining)) and ok
+            except Exception:  # the SDK would let it reach the application
+                self._log_error("flushing a wrapped processor", "the others are flushed all the same")
+                ok = False
         return ok
 
     def _drain(self, timeout: float) -> bool:
@@ -255,4 +259,7 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._worker.join(30.0)
         self._sweep()  # spans that ended while stopping
         for delegate in self._delegates:
-            delegate.shutdown()
+            try:
+                delegate.shutdown()
+            except Exception:  # one failing must not leave the others (and their exporters) open
+                self._log_error("shutting down a wrapped processor", "the others are shut down all the same")

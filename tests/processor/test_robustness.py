@@ -141,6 +141,30 @@ def test_a_failing_processor_on_start_does_not_reach_the_app(stacks: Callable[..
     emit(stack.tracer, captured("genai_tool"))  # raises ValueError into the application today
 
 
+def test_a_failing_processor_flush_or_shutdown_does_not_reach_the_app_nor_spare_the_others(
+    stacks: Callable[..., Stack], caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(SpanProcessor):
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            raise RuntimeError("flush broke")
+
+        def shutdown(self) -> None:
+            raise RuntimeError("shutdown broke")
+
+    stack = stacks(installed=False)
+    stack.tp.add_span_processor(Broken())
+    from otel_loopguard.processor import install
+
+    install(tracer_provider=stack.tp, key="k" * 20)
+    emit(stack.tracer, captured("genai_tool"))
+    with caplog.at_level(logging.ERROR, logger="otel_loopguard"):
+        assert stack.tp.force_flush() is False  # reported as a failed flush, not raised
+        assert [s.name for s in stack.exporter.get_finished_spans()] == ["execute_tool lookup_order"]
+        stack.tp.shutdown()
+    assert stack.exporter._stopped  # noqa: SLF001 - the processor after the broken one was shut down too
+    assert "flushing a wrapped processor" in caplog.text and "shutting down a wrapped processor" in caplog.text
+
+
 def test_a_full_queue_passes_spans_on_untagged_without_blocking_the_app(
     monkeypatch: pytest.MonkeyPatch, stacks: Callable[..., Stack]
 ) -> None:
