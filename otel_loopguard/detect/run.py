@@ -118,7 +118,8 @@ class Run:
     def gap(self) -> None:
         """Calls went missing before the next one: patterns of calls in a row start afresh,
         so no finding claims a streak across evidence that is not there. Totals go on."""
-        self._detectors = [cls(self.policy) if cls in _STREAKS else d for cls, d in zip(DETECTORS, self._detectors)]
+        self._detectors = [cast(Detector, cls(self.policy)) if cls in _STREAKS else d
+                           for cls, d in zip(DETECTORS, self._detectors)]
         self._previews = cast("list[Preview]", [self._detectors[i] for i in _PREVIEWS])
         self._by_rule = {}
         self._last_turn = None

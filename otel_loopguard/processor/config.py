@@ -26,12 +26,20 @@ class ProcessorConfig:
     max_runs: int = 10_000  # runs whose state is kept in memory (least recent dropped)
 
     def validate(self) -> "ProcessorConfig":
+        for name, kind in _KINDS.items():  # install(redact="false") must not mean redact=True
+            value = getattr(self, name)
+            if value is not None and (type(value) is not kind):
+                raise ProcessorConfigError(f"{name}: expected {_KIND_NAMES[kind]}, got {value!r}")
         if self.mode not in MODES:
             raise ProcessorConfigError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
         if self.queue_size < 1 or self.max_runs < 1:
             raise ProcessorConfigError("queue_size and max_runs must be >= 1")
         return self
 
+
+_KINDS = {"mode": str, "redact": bool, "policy": str, "run_id_attribute": str, "agent_scopes": bool,
+          "queue_size": int, "max_runs": int}
+_KIND_NAMES = {str: "text", bool: "True or False", int: "an integer"}
 
 _ENV = {
     "mode": "OTEL_LOOPGUARD_MODE",
@@ -52,6 +60,8 @@ def resolve(arguments: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
         if raw:
             values[name] = _coerce(name, raw, var)
     values.update({k: v for k, v in arguments.items() if v is not None})
+    if isinstance(values.get("policy"), os.PathLike):
+        values["policy"] = os.fspath(values["policy"])
     return replace(ProcessorConfig(), **values).validate()
 
 

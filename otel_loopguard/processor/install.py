@@ -9,6 +9,7 @@ Calling it again returns the same handle.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -55,7 +56,7 @@ def install(
     *,
     mode: Optional[str] = None,
     redact: Optional[bool] = None,
-    policy: Optional[str] = None,
+    policy: Optional[str | os.PathLike[str]] = None,
     run_id_attribute: Optional[str] = None,
     agent_scopes: Optional[bool] = None,
     key: Optional[bytes | str] = None,

@@ -153,7 +153,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         if kind is int and isinstance(raw, float) and not raw.is_integer():
             raise ValueError(raw)  # 1.9 runs is not silently 1
         value = kind(raw)
-        if kind is float and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(raw)
         return value
     except (TypeError, ValueError, OverflowError):

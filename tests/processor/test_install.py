@@ -165,6 +165,20 @@ def test_an_invalid_mode_or_size_variable_names_the_variable(monkeypatch: pytest
     assert var in str(info.value)
 
 
+@pytest.mark.parametrize("argument,value", [("redact", "false"), ("agent_scopes", 1), ("mode", True),
+                                            ("run_id_attribute", 7)])
+def test_an_install_argument_of_the_wrong_type_is_refused_not_taken_for_truthy(argument: str, value: object) -> None:
+    with pytest.raises(ProcessorConfigError, match=argument):  # redact="false" would have turned redaction ON
+        install(tracer_provider=TracerProvider(), key=KEY, **{argument: value})
+
+
+def test_a_policy_path_object_is_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("repeat:\n  warn_at: 4\n  stop_at: 6\n")
+    handle = install(tracer_provider=TracerProvider(), key=KEY, policy=policy)
+    assert handle.mode == "observe"
+
+
 def test_arguments_beat_environment(monkeypatch: pytest.MonkeyPatch, stacks: Callable[..., Stack]) -> None:
     monkeypatch.setenv("OTEL_LOOPGUARD_MODE", "enforce")
     monkeypatch.setenv("OTEL_LOOPGUARD_RUN_ID_ATTRIBUTE", "session.id")
