@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Optional
 
 from .decorator import current_run_id, guarded, nudge, record_decision
@@ -23,13 +24,21 @@ class ToolGuard(Guard):
         return guarded(self, name)(fn)
 
 
-def make_guard(*, policy: Optional[str] = None, key: Optional[bytes | str] = None,
+def make_guard(*, policy: Optional[str | os.PathLike[str]] = None, key: Optional[bytes | str] = None,
                key_file: Optional[str] = None, enforce: bool = True) -> ToolGuard:
+    """The guard with the settings install() uses: the argument, else OTEL_LOOPGUARD_POLICY
+    and OTEL_LOOPGUARD_KEY[_FILE]. Both must agree, or the guard judges by other rules than
+    the processor that records its decisions."""
     from ..fingerprint import Fingerprinter, load_key
     from ..policy import load_policy
 
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
+    if policy is None:
+        policy = os.environ.get(POLICY_ENV) or None
     return ToolGuard(Fingerprinter(digest_key, load_policy(policy)), enforce=enforce)
+
+
+POLICY_ENV = "OTEL_LOOPGUARD_POLICY"  # as install() reads it (processor/config.py)
 
 
 __all__ = ["ALLOW", "DENY", "WARN", "Decision", "Guard", "ToolGuard", "current_run_id", "guarded",

@@ -20,6 +20,7 @@ from ..calls import RawCall, ToolCall
 from ..detect import Run
 from ..findings import Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
+from ..policy import Policy
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
 MAX_RUNS = 10_000
@@ -68,6 +69,11 @@ class Guard:
         self._enforce = enforce
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
+
+    @property
+    def policy(self) -> Policy:
+        """The policy this guard judges by (its version is stamped on every finding)."""
+        return self._fp.policy
 
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
         with self._lock:

@@ -179,6 +179,23 @@ def test_record_termination_refuses_an_unknown_reason() -> None:
         otel_loopguard.record_termination("gave_up")
 
 
+def test_record_termination_outside_any_span_warns_instead_of_vanishing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="otel_loopguard"):
+        otel_loopguard.record_termination("final_answer")
+    assert "no recording span is current" in caplog.text
+
+
+def test_the_guard_takes_the_policy_from_the_environment_as_install_does(tmp_path: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "strict.yaml"
+    path.write_text("version: strict-1\nrepeat:\n  warn_at: 2\n  stop_at: 2\n", encoding="utf-8")
+    monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", str(path))
+    assert make_guard(key=KEY).policy.version == "strict-1"
+    assert make_guard(key=KEY, policy=None).policy.version == "strict-1"
+    monkeypatch.delenv("OTEL_LOOPGUARD_POLICY")
+    assert make_guard(key=KEY).policy.version != "strict-1"
+
+
 def test_the_audit_scores_a_guarded_run_from_its_spans(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Enforce mode end to end: the denial event is what the score's guard fields read."""
     import json
