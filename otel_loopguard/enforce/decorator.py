@@ -59,12 +59,19 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         tool = name or fn.__name__
         signature = inspect.signature(fn)
+        # A method's object is not an argument of the tool call: its state (a counter, a
+        # client) may change on every call and would make identical calls look different.
+        first = next(iter(signature.parameters), None)
+        receiver = first if first in ("self", "cls") else None
 
         def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
             try:
-                return dict(signature.bind_partial(*args, **kwargs).arguments)
+                bound = dict(signature.bind_partial(*args, **kwargs).arguments)
             except TypeError:
-                return {"args": list(args), "kwargs": kwargs}
+                return {"args": list(args[1:] if receiver else args), "kwargs": kwargs}
+            if receiver:
+                bound.pop(receiver, None)
+            return bound
 
         def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Decision, str]:
             run_id = current_run_id()

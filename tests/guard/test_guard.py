@@ -7,6 +7,7 @@ guard that labels the result correctly but still executes the call fails.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
@@ -40,6 +41,32 @@ def test_the_stop_threshold_call_is_denied_before_it_runs() -> None:
     assert invoked == ["A12"] * 4  # the 5th and 6th identical calls never ran
     assert all(isinstance(r, str) and r.startswith("Not executed: loop guard") for r in results[4:])
     assert "loop_guard_notice" in results[2] and "loop_guard_notice" not in results[1]  # warn nudges at 3
+
+
+def test_a_method_tool_is_judged_on_its_arguments_not_on_its_objects_changing_state() -> None:
+    guard = _guard()
+
+    @dataclasses.dataclass
+    class OrderTools:
+        requests: int = 0  # in its repr, and it changes on every call: identical calls must not differ
+
+        @guard.tool
+        def lookup_order(self, order_id: str) -> dict:
+            self.requests += 1
+            return {"status": "delivered", "version": 7}
+
+        @guard.tool(name="search")
+        def search(self, query: str, limit: int = 5) -> dict:
+            self.requests += 1
+            return {"hits": [query]}
+
+    tools = OrderTools()
+    for n in range(6):  # negative control: different arguments (and new results) keep running
+        tools.search(f"query {n}")
+    assert tools.requests == 6
+    results = [tools.lookup_order("A12") for _ in range(6)]
+    assert tools.requests == 6 + 4  # the 5th and 6th identical calls never ran
+    assert all(isinstance(r, str) and r.startswith("Not executed") for r in results[4:])
 
 
 def test_seed_allowance_of_two_denies_the_third_call(tmp_path: Any) -> None:
