@@ -22,7 +22,9 @@ receiver and the audit count it as a call that was not run.
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 import uuid
 from typing import Any, Iterable, Optional
 
@@ -39,13 +41,16 @@ from agents import (
 from agents.tracing import get_current_span as current_sdk_span
 from opentelemetry import trace
 
+from ..bounded import BoundedMap
 from ..conventions import attributes as conv
 from .decorator import current_run_id, nudge, record_decision
-from .guard import WARN, Decision, Guard
+from .guard import MAX_RUNS, WARN, Decision, Guard
 
 NAME = "otel_loopguard"
 _PENDING = "_otel_loopguard_pending"  # on the ToolContext: the SDK builds one per call
 _RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
+_USAGE = "_otel_loopguard_usage"  # on the run's Usage: which Runner.run a request count belongs to
+_TURNS = "_otel_loopguard_turns"  # on the Guard: the turn numbering of its runs
 
 
 class _Pending:
@@ -70,6 +75,13 @@ class LoopguardGuardrails:
 
     def __init__(self, guard: Guard):
         self.guard = guard
+        # Shared by every set of rails of this guard: an agent guarded anew for each
+        # Runner.run must still number the turns of the run (the trace) as one sequence.
+        turns = getattr(guard, _TURNS, None)
+        if turns is None:
+            turns = _Turns()
+            setattr(guard, _TURNS, turns)
+        self._turns: _Turns = turns
         self.check: ToolInputGuardrail[Any] = ToolInputGuardrail(self._check, name=f"{NAME}.check")
         self.record: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._record, name=f"{NAME}.record")
         self.nudge: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._nudge, name=f"{NAME}.nudge")
@@ -78,10 +90,7 @@ class LoopguardGuardrails:
         ctx = data.context
         tool = ctx.tool_name
         run_id = _run_id(ctx)
-        # Every model response adds to usage.requests before its tools run, so parallel
-        # calls of one response share the turn: siblings, not repeats. A model that reports
-        # no requests leaves the turn unknown (each call its own decision).
-        turn = ctx.usage.requests or None
+        turn = self._turns.turn(run_id, ctx.usage)
         # Raw model JSON, as on the span: the fingerprinter parses and canonicalises it.
         decision = self.guard.check(tool, ctx.tool_arguments or "{}", run_id=run_id, turn=turn)
         # Inside the SDK's function span: with an OTel bridge this is the call's tool span.
@@ -116,6 +125,39 @@ class LoopguardGuardrails:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         message = nudge(text, pending.decision.message)
         return ToolGuardrailFunctionOutput.reject_content(message, output_info=_info(pending.decision))
+
+
+class _Turns:
+    """The decision that requested a call, numbered per run.
+
+    Every model response adds to `usage.requests` before its tools run, so parallel calls
+    of one response share a turn: siblings, not repeats. But each `Runner.run` has its own
+    Usage counting from 1, while the run is the trace: a loop of `Runner.run` calls in one
+    trace would number every call turn 1. So each new (Usage, request) pair of a run gets
+    the run's next number. A model that reports no requests leaves the turn unknown (each
+    call its own decision)."""
+
+    def __init__(self) -> None:
+        self._last: BoundedMap[str, tuple[tuple[int, int], int]] = BoundedMap(MAX_RUNS)
+        self._usages = itertools.count(1)
+        self._lock = threading.Lock()  # one guard may serve runs in several threads
+
+    def turn(self, run_id: str, usage: Any) -> Optional[int]:
+        requests = usage.requests or 0
+        if not requests:
+            return None
+        token = getattr(usage, _USAGE, None)
+        if token is None:  # not id(): a finished run's Usage may be freed and its address reused
+            token = next(self._usages)
+            setattr(usage, _USAGE, token)
+        key = (token, requests)
+        with self._lock:
+            last = self._last.get(run_id)
+            if last is not None and last[0] == key:
+                return last[1]
+            number = (last[1] if last is not None else 0) + 1
+            self._last.put(run_id, (key, number))
+            return number
 
 
 def loopguard_tool_guardrails(guard: Guard) -> LoopguardGuardrails:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -250,7 +251,7 @@ def content_version(data: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
 
 
-def load_policy(path: Optional[str | Path]) -> Policy:
+def load_policy(path: Optional[str | os.PathLike[str]]) -> Policy:
     """The built-in policy for None, else the YAML or JSON file at `path`."""
     if path is None:
         return Policy()

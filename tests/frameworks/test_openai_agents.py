@@ -196,6 +196,24 @@ def test_polling_with_declared_progress_is_never_denied(stack: AgentsStack, tmp_
     assert not [e for s in stack.tool_spans() for e in guard_events(s)]
 
 
+@pytest.mark.parametrize("same_arguments", [True, False])
+def test_a_loop_of_runner_runs_in_one_trace_is_a_loop(stack: AgentsStack, same_arguments: bool) -> None:
+    """A supervisor calling Runner.run again and again inside one trace: each run's Usage
+    counts its model requests from 1, but the run is the trace, so the calls are not the
+    parallel siblings of one turn. The 5th identical call is denied."""
+    tools, guard = FakeTools(stack), _guard()
+    with stack.tracer.start_as_current_span("supervisor"):
+        for n in range(7):
+            call = A12 if same_arguments else ("lookup_order", {"order_id": f"A{n}"})
+            run_agent(tools.all(), [[call], "done"], guard=guard)
+    if same_arguments:
+        assert tools.calls("lookup_order") == 4  # the 5th to 7th never ran
+        assert [bool(guard_events(s, "deny")) for s in stack.tool_spans("lookup_order")] == [False] * 4 + [True] * 3
+    else:  # negative control: a supervisor asking about other orders is no loop
+        assert tools.calls("lookup_order") == 7
+        assert not [e for s in stack.tool_spans() for e in guard_events(s, "deny")]
+
+
 def test_parallel_identical_calls_of_one_turn_are_not_repeats(stack: AgentsStack) -> None:
     # Two turns of four identical parallel calls: two decisions, not eight calls in a row
     # (counted one per call, the 5th would be denied).
