@@ -226,11 +226,15 @@ class Tagger:
         # stops of caps and budgets: they fire on the call that reaches the limit, which
         # enforce mode lets run, denying the next one; would_block marks that next call.
         pending = state.budget_findings
+        stopped = state.run.stopped  # by an earlier call: enforce mode denies every call after it
         new = state.run.observe(call)
-        if not new and not pending:
+        if not new and not pending and stopped is None:
             return new  # the usual call: nothing found, nothing waiting
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
-        return pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
+        out = pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
+        if stopped is not None and not any(f.severity == STOP for f in out):
+            out.append(_stopped_earlier(stopped, call))
+        return out
 
     def at_fork_reinit(self) -> None:
         """In a forked child: the parent's worker may have held the lock when it forked."""
@@ -330,6 +334,14 @@ def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     bounded = BoundedAttributes(maxlen=None, attributes=attrs, immutable=True)
     bounded.dropped = dropped  # what the SDK dropped from the original still counts
     return bounded
+
+
+def _stopped_earlier(stopped: Finding, call: ToolCall) -> Finding:
+    """The mark for a call after the run was stopped: enforce mode denies it too (the run
+    stays stopped), so observe-only must say would_block, or a rollout review undercounts."""
+    return Finding(stopped.kind, STOP, call.seq, call.seq, 1, (call.seq,), (call.span_id,),
+                   f"the run was stopped earlier: {stopped.reason}", call.tool, call.action,
+                   stopped.run_id, stopped.policy_version)
 
 
 def _events(span: ReadableSpan, findings: list[Finding]) -> Any:

@@ -205,3 +205,32 @@ def test_the_guard_denies_the_same_call_observe_only_marks(tmp_path: Path) -> No
         if decision.action != "deny":
             guard.record(decision, {"n": n}, True, run_id="r")
     assert verdicts == ["allow", "allow", "deny"]
+
+
+@pytest.mark.parametrize("policy, calls", [(None, 8), ("cap", 6)])
+def test_every_call_after_a_stop_would_block_as_enforce_mode_denies_it(
+    stacks: Callable[..., Stack], tmp_path: Path, policy: str | None, calls: int
+) -> None:
+    """Enforce mode keeps a stopped run stopped: the guard denies every later call. Observe-only
+    marks exactly the calls the guard denies, so a rollout review counts what enforce would do."""
+    from otel_loopguard.enforce import make_guard
+
+    path = _cap_policy(tmp_path) if policy else None
+    stack = stacks(policy=path)
+    guard = make_guard(key=b"decisions-test-key-0123", policy=path)
+    denied = []
+    with stack.tracer.start_as_current_span("agent"):
+        for n in range(calls):
+            args = {"order_id": "A-1"} if policy is None else {"order_id": f"A-{n}"}  # a loop / fresh calls
+            result = {"status": "delivered"} if policy is None else {"n": n}
+            emit(stack.tracer, {"name": "execute_tool lookup_order", "status": "OK"},
+                 attributes=_genai_call(result, args=json.dumps(args)))
+            decision = guard.check("lookup_order", args, run_id="r")
+            denied.append(decision.action == "deny")
+            if not decision.denied:
+                guard.record(decision, result, True, run_id="r")
+    marked = [any(e["loopguard.decision"] == "would_block" for e in decisions(s)) for s in stack.tool_spans()]
+    assert marked == denied and marked.count(True) >= 2
+    later = [[e["loopguard.finding.reason"] for e in decisions(s) if e["loopguard.decision"] == "would_block"]
+             for s in stack.tool_spans()[marked.index(True) + 1:]]
+    assert any(r.startswith("the run was stopped earlier") for reasons in later for r in reasons), later
