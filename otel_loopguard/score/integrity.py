@@ -100,10 +100,11 @@ def _key_conflicts(calls: list[RawCall]) -> list[Finding]:
 def _incomplete(calls: list[RawCall]) -> list[Finding]:
     out: list[Finding] = []
     gaps = _gaps([c.seq for c in calls])
-    if gaps:
-        shown = ", ".join(map(str, gaps[:10])) + (" ..." if len(gaps) > 10 else "")
-        reason = f"calls {shown} are missing from the trace: progress cannot be judged"
-        out.append(_about("incomplete_trace", WARN, [], reason, first=gaps[0], last=gaps[-1], count=len(gaps)))
+    if gaps is not None:
+        first, last, count, listed = gaps
+        shown = ", ".join(map(str, listed)) + (" ..." if count > len(listed) else "")
+        reason = f"{count} call{'s' if count > 1 else ''} missing from the trace ({shown}): progress cannot be judged"
+        out.append(_about("incomplete_trace", WARN, [], reason, first=first, last=last, count=count))
     unfinished = [c for c in calls if not c.finished]
     if unfinished:
         shown = ", ".join(str(c.seq) for c in unfinished[:10])
@@ -112,16 +113,21 @@ def _incomplete(calls: list[RawCall]) -> list[Finding]:
     return out
 
 
-def _gaps(seqs: list[int]) -> list[int]:
-    """Missing numbers of the dispatch order 1..max (sequences are 1-based)."""
-    missing: list[int] = []
+def _gaps(seqs: list[int]) -> Optional[tuple[int, int, int, list[int]]]:
+    """The missing numbers of the dispatch order 1..max (sequences are 1-based): first, last,
+    how many, and the first ten. Counted gap by gap, never materialised (a sequence number
+    of 10**15 is one gap, not a list)."""
+    first = last = count = 0
+    listed: list[int] = []
     previous = 0
-    for seq in seqs:  # sorted; walks the gaps, never the whole range
-        missing.extend(range(previous + 1, min(seq, previous + 1 + 1000 - len(missing))))
+    for seq in seqs:  # sorted
+        if seq > previous + 1:
+            first = first or previous + 1
+            last = seq - 1
+            count += seq - previous - 1
+            listed.extend(range(previous + 1, min(seq, previous + 1 + 10 - len(listed))))
         previous = max(previous, seq)
-        if len(missing) >= 1000:
-            break
-    return missing
+    return (first, last, count, listed) if count else None
 
 
 def _about(

@@ -149,7 +149,16 @@ def test_every_gap_is_found(seqs, missing) -> None:
 def test_a_huge_gap_is_reported_without_walking_it() -> None:
     result = check([raw(1), raw(10**12)])
     assert result.outcome == INCOMPLETE
-    assert result.findings[0].first_seq == 2
+    f = result.findings[0]
+    assert (f.first_seq, f.last_seq, f.count) == (2, 10**12 - 1, 10**12 - 2)  # counted exactly, not capped
+    assert f.reason.startswith(f"{10**12 - 2} calls missing from the trace (2, 3, 4, 5, 6, 7, 8, 9, 10, 11 ...)")
+
+
+def test_gaps_are_counted_exactly_past_a_thousand_and_listed_briefly() -> None:
+    result = check([raw(1), raw(1500), raw(1502)])
+    (f,) = result.findings
+    assert (f.first_seq, f.last_seq, f.count) == (2, 1501, 1499)
+    assert f.reason.count(",") == 9  # ten numbers shown
 
 
 def test_an_unfinished_call_is_an_incomplete_trace() -> None:
