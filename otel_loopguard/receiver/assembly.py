@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -29,6 +29,15 @@ MAX_ROOTS = 100_000
 MAX_PARENT_CHECKS = 100_000
 MAX_TOOL_LABELS = 100
 MAX_ROOTS_PER_RUN = 64
+MAX_TRACES_REMEMBERED = 256  # per completed run keyed by a conversation
+
+
+class _Completed(NamedTuple):
+    """A completed run, remembered to recognise its late spans (and a resumed conversation)."""
+
+    at: float
+    traces: Optional[frozenset[bytes]]  # None: the run was one trace (its id)
+    next_seq: int
 
 
 class RunAssembler:
@@ -47,7 +56,7 @@ class RunAssembler:
         self.buffered_calls = 0  # kept up to date as runs change, never recounted
         self._trace_runs: dict[bytes, set[str]] = {}
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
-        self._completed: BoundedMap[str, float] = BoundedMap(config.late_cache_size)
+        self._completed: BoundedMap[str, _Completed] = BoundedMap(config.late_cache_size)
         self._children: BoundedMap[bytes, tuple[str, int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         # Times of spans that may be a later tool call's parent (those of traces with calls).
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
@@ -133,10 +142,15 @@ class RunAssembler:
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
         buffer = self.runs.get(run_id)
         if buffer is None:
-            completed_at = self._completed.get(run_id)
-            if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
-                return None
-            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now)
+            first_seq = 1
+            done = self._completed.get(run_id)
+            if done is not None and now - done.at < self._config.late_cache_seconds:
+                if done.traces is None or trace_id in done.traces:
+                    return None  # late: a span of a trace the run already covered
+                # A conversation that resumes in a new trace after its run went idle: judged
+                # as a new run that goes on with the conversation's sequence.
+                first_seq = done.next_seq
+            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)
@@ -189,7 +203,9 @@ class RunAssembler:
                 trace_runs.discard(run_id)
                 if not trace_runs:
                     del self._trace_runs[trace]
-        self._completed.put(run_id, self._clock())
+        keyed_by_trace = buffer.traces == {bytes.fromhex(run_id)} if len(run_id) == 32 else False
+        traces = None if keyed_by_trace else frozenset(list(buffer.traces)[:MAX_TRACES_REMEMBERED])
+        self._completed.put(run_id, _Completed(self._clock(), traces, buffer.next_seq))
         self._metrics.set_gauge("runs_open", len(self.runs))
         self._metrics.inc("runs_completed_total")
         if buffer.skew_events:

@@ -45,13 +45,13 @@ _NO_FACTS = RunFacts()
 
 
 class RunBuffer:
-    def __init__(self, run_id: str, fp: Fingerprinter, now: float):
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1):
         self.run_id = run_id
         self._fp = fp
         self.run = Run(run_id, fp.policy)
         self.trail = GuardTrail()
         self.facts = _NO_FACTS  # frozen: replaced, never changed
-        self.next_seq = 1
+        self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
         self.untagged: list[tuple[ToolCall, _Held]] = []
         self.untagged_models: list[ModelCall] = []
