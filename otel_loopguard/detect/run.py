@@ -11,7 +11,7 @@ from typing import Callable, Optional, cast
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
-from ..findings import STOP, Finding
+from ..findings import INTEGRITY_KINDS, STOP, Finding
 from ..policy import Policy, ToolRule
 from ..progress import Judgement, ProgressTracker
 from .base import Detector, Preview, Step
@@ -51,8 +51,6 @@ _PREVIEWS = tuple(i for i, cls in enumerate(DETECTORS) if hasattr(cls, "preview"
 
 def _ALWAYS(rule: ToolRule) -> bool:  # noqa: N802 - a constant predicate
     return True
-# Integrity kinds describe the telemetry, not the agent: they never stop a run.
-_NOT_STOPPING = frozenset({"incomplete_trace", "telemetry_duplicate", "integrity_conflict"})
 
 
 @dataclass
@@ -175,5 +173,5 @@ class Run:
             return found  # most calls
         stamped = [f.stamped(self.run_id, self.policy.version) for f in found]
         if self.stopped is None:
-            self.stopped = next((f for f in stamped if f.severity == STOP and f.kind not in _NOT_STOPPING), None)
+            self.stopped = next((f for f in stamped if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
         return stamped

@@ -24,6 +24,8 @@ KINDS = (
     "telemetry_duplicate",
     "integrity_conflict",
 )
+# Integrity kinds describe the telemetry, not the agent: they never stop a run.
+INTEGRITY_KINDS = frozenset({"incomplete_trace", "telemetry_duplicate", "integrity_conflict"})
 
 
 @dataclass(frozen=True)

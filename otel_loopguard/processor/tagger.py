@@ -26,7 +26,7 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
-from ..findings import STOP, WARN, Finding
+from ..findings import INTEGRITY_KINDS, STOP, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
 from .config import ProcessorConfig
 
@@ -75,7 +75,8 @@ def interesting(span: ReadableSpan) -> bool:
 
 
 class _RunState:
-    __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings")
+    __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
+                 "stopped")
 
     def __init__(self, run: Run):
         self.run = run
@@ -85,6 +86,9 @@ class _RunState:
         self.models_forgotten = 0  # older model spans no longer in model_ends
         self.reserved: dict[int, int] = {}  # span id -> seq taken when the span started
         self.budget_findings: list[Finding] = []
+        # The first stop a tool call brought, as the guard sees it (it never sees model
+        # spans, so a cost or turn budget crossed there does not stop its run).
+        self.stopped: Optional[Finding] = None
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
@@ -226,10 +230,12 @@ class Tagger:
         # stops of caps and budgets: they fire on the call that reaches the limit, which
         # enforce mode lets run, denying the next one; would_block marks that next call.
         pending = state.budget_findings
-        stopped = state.run.stopped  # by an earlier call: enforce mode denies every call after it
+        stopped = state.stopped  # by an earlier call: enforce mode denies every call after it
         new = state.run.observe(call)
         if not new and not pending and stopped is None:
             return new  # the usual call: nothing found, nothing waiting
+        if stopped is None:
+            state.stopped = next((f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
         out = pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
         if stopped is not None and not any(f.severity == STOP for f in out):

@@ -234,3 +234,20 @@ def test_every_call_after_a_stop_would_block_as_enforce_mode_denies_it(
     later = [[e["loopguard.finding.reason"] for e in decisions(s) if e["loopguard.decision"] == "would_block"]
              for s in stack.tool_spans()[marked.index(True) + 1:]]
     assert any(r.startswith("the run was stopped earlier") for reasons in later for r in reasons), later
+
+
+def test_a_budget_crossed_by_model_spans_does_not_stop_later_calls(stacks: Callable[..., Stack], tmp_path: Path) -> None:
+    """The guard never sees model spans, so a cost budget does not stop its run: after the one
+    mark that reports the budget, later calls are not marked would_block."""
+    path = tmp_path / "cost.yaml"
+    path.write_text("version: cost-1\nbudget:\n  max_cost_usd: 1.0\nprices:\n  '*': {input: 100000, output: 100000}\n")
+    stack = stacks(policy=str(path))
+    chat = dict(captured("genai_chat")["attributes"], **{"gen_ai.usage.input_tokens": 10_000})
+    with stack.tracer.start_as_current_span("agent"):
+        for n in range(4):
+            emit(stack.tracer, captured("genai_chat"), attributes=chat)
+            emit(stack.tracer, {"name": "execute_tool lookup_order", "status": "OK"},
+                 attributes=_genai_call({"n": n}, args=json.dumps({"order_id": f"A-{n}"})))
+    marked = [[e["loopguard.finding.kind"] for e in decisions(s) if e["loopguard.decision"] == "would_block"]
+              for s in stack.tool_spans()]
+    assert marked == [["budget"], [], [], []]
