@@ -36,12 +36,12 @@ def record_termination(reason: str, *, terminal_response: bool = True) -> None:
     if reason not in TERMINATION_REASONS:
         raise ValueError(f"termination reason must be one of {', '.join(TERMINATION_REASONS)}, got {reason!r}")
     span = trace.get_current_span()
-    if not span.is_recording():  # outside any span (or an ended one) the facts would vanish
+    if not span.get_span_context().is_valid:  # outside any span the facts would vanish
         import logging
 
         logging.getLogger(__name__).warning(
-            "record_termination(%r): no recording span is current, so nothing is recorded; call it "
-            "inside the run's span (e.g. the agent's root span) before it ends", reason)
+            "record_termination(%r): no span is current, so nothing is recorded; call it inside "
+            "the run's span (e.g. the agent's root span) before it ends", reason)
         return
     span.set_attribute("loopguard.termination_reason", reason)
     span.set_attribute("loopguard.terminal_response", terminal_response)

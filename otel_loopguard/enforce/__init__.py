@@ -34,7 +34,7 @@ def make_guard(*, policy: Optional[str | os.PathLike[str]] = None, key: Optional
 
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
     if policy is None:
-        policy = os.environ.get(POLICY_ENV) or None
+        policy = os.environ.get(POLICY_ENV, "").strip() or None  # read as install() reads it
     return ToolGuard(Fingerprinter(digest_key, load_policy(policy)), enforce=enforce)
 
 

@@ -219,8 +219,8 @@ class LoopguardSpanProcessor(SpanProcessor):
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
             try:
                 ok = bool(delegate.force_flush(remaining)) and ok
-            except Exception:  # the SDK would let it reach the application
-                self._log_error("flushing a wrapped processor", "the others are flushed all the same")
+            except Exception:  # the SDK would let it reach the application; always logged (rare)
+                _log.exception("otel-loopguard: a wrapped processor failed to flush; the others are flushed")
                 ok = False
         return ok
 
@@ -262,4 +262,4 @@ class LoopguardSpanProcessor(SpanProcessor):
             try:
                 delegate.shutdown()
             except Exception:  # one failing must not leave the others (and their exporters) open
-                self._log_error("shutting down a wrapped processor", "the others are shut down all the same")
+                _log.exception("otel-loopguard: a wrapped processor failed to shut down; the others are shut down")

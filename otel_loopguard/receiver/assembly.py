@@ -57,6 +57,7 @@ class RunAssembler:
         self._trace_runs: dict[bytes, set[str]] = {}
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
         self._completed: BoundedMap[str, _Completed] = BoundedMap(config.late_cache_size)
+        # Keyed by trace id + span id: span ids need only be unique within their trace.
         self._children: BoundedMap[bytes, tuple[str, int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         # Times of spans that may be a later tool call's parent (those of traces with calls).
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
@@ -171,7 +172,7 @@ class RunAssembler:
         if not d.parent:
             self._roots.put(d.trace_id, (d.span_id.hex(), now))
         if runs or calls_here:  # a tool call arriving after it can still be checked against it
-            self._spans_seen.put(d.span_id, (d.start, d.end))
+            self._spans_seen.put(d.key, (d.start, d.end))
         self._check_parent(d)
 
     @staticmethod
@@ -219,14 +220,15 @@ class RunAssembler:
     def _watch_parent(self, d: Decoded, buffer: RunBuffer) -> None:
         if not d.parent:
             return
-        parent = self._spans_seen.get(d.parent)
+        parent_key = d.trace_id + d.parent
+        parent = self._spans_seen.get(parent_key)
         if parent is None:
-            self._children.put(d.parent, (buffer.run_id, d.start, d.end))
+            self._children.put(parent_key, (buffer.run_id, d.start, d.end))
         elif _outside(d.start, d.end, *parent):
             self._skewed(buffer.run_id)
 
     def _check_parent(self, d: Decoded) -> None:
-        child = self._children.pop(d.span_id)
+        child = self._children.pop(d.key)
         if child is not None and _outside(child[1], child[2], d.start, d.end):
             self._skewed(child[0])
 

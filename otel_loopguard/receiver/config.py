@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional
 from urllib.parse import unquote, urlsplit
 
 from ..errors import LoopguardError
+from ..fingerprint.keys import ENV_KEY, ENV_KEY_FILE
 
 
 class ConfigError(LoopguardError):
@@ -72,6 +73,8 @@ class ReceiverConfig:
             value = getattr(self, f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not value >= 0:  # NaN too
                 raise ConfigError(f"{f.name}: must be >= 0, got {value}")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{f.name}: must be a finite number, got {value}")
         for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:  # 0 would refuse every request, or remember nothing
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -178,6 +181,8 @@ def from_sources(
         if env.get(key):
             values[name] = _coerce(name, env[key], key)
     values.update({k: v for k, v in flags.items() if v is not None and k in names})
+    if flags.get("key_file") is None and (env.get(ENV_KEY) or env.get(ENV_KEY_FILE)):
+        values.pop("key_file", None)  # the environment's key beats the config file's, as any setting
     if isinstance(values.get("compression"), str):
         values["compression"] = values["compression"].strip().lower()  # GZIP, as the SDK accepts it
     if not values.get("forward") and values.get("findings_only"):
@@ -242,7 +247,9 @@ def _otlp_endpoint(env: Mapping[str, str]) -> Optional[tuple[str, bool]]:
     try:
         port = parsed.port
     except ValueError:
-        raise ConfigError(f"{key}: {url!r} has no valid port (1-65535)") from None
+        port = 0
+    if port == 0:  # None: no port given, the default applies
+        raise ConfigError(f"{key}: {url!r} has no valid port (1-65535)")
     if parsed.path not in ("", "/"):
         raise ConfigError(f"{key}: {url!r} has a path; the receiver sends OTLP/gRPC, give scheme://host:port")
     if not parsed.hostname:

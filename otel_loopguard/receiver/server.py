@@ -35,6 +35,7 @@ class Running:
 
     server: grpc.aio.Server
     port: int
+    receiver: TraceReceiver
     metrics: Metrics
     assembler: RunAssembler
     findings: FindingQueue
@@ -47,6 +48,7 @@ class Running:
     async def stop(self, grace: float = 5.0) -> None:
         await self._health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        await self.receiver.settle(grace)
         for task in self._tasks:
             task.cancel()
         self.findings.put(self.assembler.flush())
@@ -82,18 +84,20 @@ async def start(config: ReceiverConfig) -> Running:
     server.add_generic_rpc_handlers((receiver.handler(),))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:  # bound first: a bad metrics address leaves no gRPC port bound behind it
+        metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
+    except OSError as exc:
+        await downstream.close()
+        raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     try:
         port = server.add_insecure_port(config.listen)
     except RuntimeError:  # grpcio raises this where older releases returned 0
         port = 0
     if port == 0:
+        if metrics_server is not None:
+            metrics_server.close()
         await downstream.close()
         raise OSError(f"cannot listen on {config.listen} (in use, or not an address of this host)")
-    try:  # bound before serving: a bad metrics address leaves nothing running behind it
-        metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
-    except OSError as exc:
-        await downstream.close()
-        raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -108,7 +112,7 @@ async def start(config: ReceiverConfig) -> Running:
     _log.info("otel-loopguard receiver on %s:%d (%s mode, downstream %s over %s, headers %s, compression %s, "
               "key id %s, policy %s)", host, port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
               config.compression, key.key_id, policy.version)
-    return Running(server, port, metrics, assembler, findings, downstream, metrics_port,
+    return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
                    [ticker], metrics_server, health_servicer)
 
 

@@ -65,6 +65,7 @@ class TraceReceiver:
         self._findings = findings
         self._metrics = metrics
         self._in_flight: set[bytes] = set()
+        self._deliveries: set[asyncio.Future[SendResult]] = set()
 
     def handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -87,6 +88,8 @@ class TraceReceiver:
         # downstream may already hold the spans. They are remembered and judged all the same,
         # so the sender's retry is a duplicate, not a second delivery.
         delivery = asyncio.ensure_future(self._deliver(data, decoded, fresh, dropped, keys))
+        self._deliveries.add(delivery)
+        delivery.add_done_callback(self._deliveries.discard)
         downstream = await asyncio.shield(delivery)
         if downstream.status != SENT:
             await self._refuse(downstream, context)
@@ -112,6 +115,11 @@ class TraceReceiver:
             return downstream
         finally:
             self._in_flight -= keys
+
+    async def settle(self, timeout: float) -> None:
+        """Wait for deliveries whose senders are gone (at shutdown: judged before the flush)."""
+        if self._deliveries:
+            await asyncio.wait(set(self._deliveries), timeout=timeout)
 
     def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
         """Remember and judge an accepted request. Counted only now: a refused request

@@ -209,7 +209,16 @@ def test_record_termination_refuses_an_unknown_reason() -> None:
 def test_record_termination_outside_any_span_warns_instead_of_vanishing(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("WARNING", logger="otel_loopguard"):
         otel_loopguard.record_termination("final_answer")
-    assert "no recording span is current" in caplog.text
+    assert "no span is current" in caplog.text
+
+
+def test_record_termination_in_a_span_sampled_out_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    tracer = TracerProvider(sampler=ALWAYS_OFF).get_tracer("t")
+    with caplog.at_level("WARNING", logger="otel_loopguard"), tracer.start_as_current_span("run"):
+        otel_loopguard.record_termination("final_answer")  # not recorded, by the sampler's choice
+    assert caplog.text == ""
 
 
 def test_the_guard_takes_the_policy_from_the_environment_as_install_does(tmp_path: Any,
@@ -219,6 +228,8 @@ def test_the_guard_takes_the_policy_from_the_environment_as_install_does(tmp_pat
     monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", str(path))
     assert make_guard(key=KEY).policy.version == "strict-1"
     assert make_guard(key=KEY, policy=None).policy.version == "strict-1"
+    monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", f" {path}\n")  # read as install() reads it: stripped
+    assert make_guard(key=KEY).policy.version == "strict-1"
     monkeypatch.delenv("OTEL_LOOPGUARD_POLICY")
     assert make_guard(key=KEY).policy.version != "strict-1"
 

@@ -102,3 +102,15 @@ def test_a_duplicate_of_a_nested_call_is_reported_under_the_runs_root_with_its_t
         assert attr(dup, "loopguard.tool.name") == run.tool
     finally:
         receiver.stop()
+
+
+def test_span_ids_reused_in_another_trace_are_not_taken_for_the_parent(sink: Sink, receiver: ReceiverThread) -> None:
+    """Span ids need only be unique within a trace: a parent with the same id in another trace,
+    with other times, must not make a call look skewed."""
+    run, other = TaggedRun(seed=36), TaggedRun(seed=37)
+    step, call, root = _nested(run, offset_ns=+10 * MS)
+    impostor = make_span(other.trace_id, step.span_id, "other step", start=run.t0 + 900_000 * MS,
+                         end=run.t0 + 900_001 * MS)
+    _deliver(receiver, [impostor, call, step, root])
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is False
+    assert receiver.running.metrics.get("clock_skew_total") == 0

@@ -34,6 +34,8 @@ FORWARD = {"forward": "127.0.0.1:4317"}
     ({"max_buffered_calls": 0}, "max_buffered_calls"),
     ({"dedupe_size": 0}, "dedupe_size"),  # would forward every re-delivery again
     ({"forward_timeout_seconds": 0.0}, "forward_timeout_seconds"),
+    ({"idle_timeout_seconds": math.inf}, "idle_timeout_seconds"),  # runs would never complete on idle
+    ({"gap_wait_seconds": math.inf}, "gap_wait_seconds"),
 ])
 def test_out_of_range_settings_are_refused_naming_the_setting(flags: dict, setting: str) -> None:
     with pytest.raises(ConfigError, match=setting):
@@ -62,9 +64,10 @@ def test_whole_numbers_written_as_floats_and_optional_settings_left_empty_are_fi
     assert config.max_open_runs == 2 and config.metrics_listen is None and config.listen == "[::1]:0"
 
 
-def test_an_otlp_endpoint_with_a_bad_port_is_a_config_error() -> None:
+@pytest.mark.parametrize("url", ["http://collector:abc", "http://collector:0", "http://collector:70000"])
+def test_an_otlp_endpoint_with_a_bad_port_is_a_config_error(url: str) -> None:
     with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_ENDPOINT.*port"):
-        from_sources({"findings_only": True}, env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:abc"})
+        from_sources({"findings_only": True}, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
 
 
 def test_the_key_file_variable_loses_to_the_key_variable_as_in_the_processor_and_the_audit(tmp_path: Path) -> None:
@@ -73,6 +76,16 @@ def test_the_key_file_variable_loses_to_the_key_variable_as_in_the_processor_and
     env = {"OTEL_LOOPGUARD_KEY_FILE": str(key_file), "OTEL_LOOPGUARD_KEY": "the-key-in-the-env-0123456789"}
     assert from_sources(FORWARD, env=env).key_file is None  # so load_key() applies its own precedence
     assert from_sources({**FORWARD, "key_file": str(key_file)}, env=env).key_file == str(key_file)  # a flag wins
+
+
+def test_the_environments_key_beats_the_config_files_key_file_as_any_setting(tmp_path: Path) -> None:
+    path = tmp_path / "receiver.yaml"
+    path.write_text("forward: 127.0.0.1:4317\nkey_file: /etc/loopguard/key\n")
+    assert from_sources({}, env={}, config_file=str(path)).key_file == "/etc/loopguard/key"
+    for var in ("OTEL_LOOPGUARD_KEY", "OTEL_LOOPGUARD_KEY_FILE"):
+        assert from_sources({}, env={var: "x" * 20}, config_file=str(path)).key_file is None  # load_key() reads env
+    assert from_sources({"key_file": "/flag/key"}, env={"OTEL_LOOPGUARD_KEY": "x" * 20},
+                        config_file=str(path)).key_file == "/flag/key"  # a flag beats both
 
 
 def test_findings_only_from_the_environment_can_be_turned_off_by_flag() -> None:
@@ -118,6 +131,25 @@ def test_a_metrics_port_in_use_exits_2_cleanly_and_leaves_nothing_serving(sink: 
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and f"cannot serve metrics on 127.0.0.1:{taken}" in err
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_a_failed_start_leaves_no_port_bound(sink: Sink) -> None:
+    """An embedder (or a test) that retries after a bad metrics address gets its port back."""
+    import asyncio
+    import socket
+
+    from otel_loopguard.receiver.server import start
+
+    port = _free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        config = make_config(sink.port, listen=f"127.0.0.1:{port}", metrics_listen=f"127.0.0.1:{busy}")
+        with pytest.raises(OSError, match="cannot serve metrics"):
+            asyncio.run(start(config))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # free again
 
 
 def test_metrics_on_ipv6_loopback_and_only_get_or_head(sink: Sink) -> None:
