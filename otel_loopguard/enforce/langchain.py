@@ -23,8 +23,9 @@ tool runs, on the current span. OpenInference's LangChain instrumentation does n
 make its spans current, so when no span is current the event goes on the span of the
 current LangChain run as OpenInference reports it (the `tools` task span).
 
-Runs: the trace of that span, like the processor; without one, the `run_id` (or else
-the `thread_id`) of the LangGraph invocation; else the shared run "local". Pass
+Runs: the trace of that span, like the processor; without one, the `run_id` of the
+LangGraph invocation; else the invocation itself (the user message it answers, within its
+`thread_id`), so a stop never outlives the invocation; else the shared run "local". Pass
 `run_id=` to choose yourself. Decisions: tool calls requested by one model message are
 siblings (one turn), so parallel identical calls are not counted as repeats.
 
@@ -132,11 +133,18 @@ class LoopGuardMiddleware(AgentMiddleware):
         if ctx.is_valid:
             return format(ctx.trace_id, "032x")
         info = getattr(request.runtime, "execution_info", None)
-        for name in ("run_id", "thread_id"):
-            value = getattr(info, name, None)
-            if value:
-                return f"langgraph:{name}:{value}"
-        return "local"
+        run = getattr(info, "run_id", None)
+        if run:
+            return f"langgraph:run_id:{run}"
+        # No trace and no run id: the invocation is the run, named by the user message it
+        # answers. A run stopped once stays stopped, so a longer-lived key (the thread, or one
+        # shared "local" run) would deny every later turn of the conversation, or every call
+        # of the process.
+        asked = _asking_message(request)
+        thread = getattr(info, "thread_id", None)
+        if asked:
+            return f"langgraph:thread:{thread}:{asked}" if thread else f"langgraph:invocation:{asked}"
+        return f"langgraph:thread_id:{thread}" if thread else "local"
 
 
 class _TurnCounter:
@@ -173,14 +181,26 @@ class _Turns:
             return counter.count
 
 
+def _messages(request: ToolCallRequest) -> Any:
+    state = request.state
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    return messages or ()
+
+
+def _asking_message(request: ToolCallRequest) -> Optional[str]:
+    """The id of the latest user message: each invocation of the agent answers one."""
+    for message in reversed(_messages(request)):
+        if getattr(message, "type", None) == "human":
+            return getattr(message, "id", None) or None
+    return None
+
+
 def _requesting_message(request: ToolCallRequest) -> Optional[str]:
     """An identity for the model message that requested this call (its siblings share it)."""
     call_id = request.tool_call.get("id")
     if not call_id:
         return None
-    state = request.state
-    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
-    for message in reversed(messages or ()):
+    for message in reversed(_messages(request)):
         if not isinstance(message, AIMessage):
             continue
         ids = [c.get("id") for c in message.tool_calls]

@@ -232,13 +232,31 @@ def test_untraced_invocations_are_separate_runs_by_their_langgraph_run_id() -> N
     assert counts == [4, 4]
 
 
-def test_untraced_invocations_without_a_run_id_share_the_local_run() -> None:
-    """No trace, no run_id, no thread_id: the documented shared run "local", so a stopped
-    run stays stopped for the next invocation of the same guard."""
+def test_untraced_invocations_without_a_run_id_are_separate_runs_by_their_user_message() -> None:
+    """No trace, no run_id, no thread_id: each invocation is its own run, so a run stopped in
+    one invocation does not deny every later call of the process."""
     middleware = LoopGuardMiddleware(guard())
     counts = []
     for _ in range(2):
         invoked: list = []
         run_agent(model(repeat("lookup_order", A12, 6) + ["x"]), [_lookup(invoked)], [middleware])
         counts.append(len(invoked))
-    assert counts == [4, 0]
+    assert counts == [4, 4]
+
+
+def test_a_stop_in_one_turn_of_a_thread_does_not_deny_the_next_turn() -> None:
+    """With a checkpointer and a thread_id (no trace), the next user turn of the same thread
+    starts a new run: a loop stopped in turn 1 must not deny turn 2's first call."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    invoked: list = []
+    agent = create_agent(model(repeat("lookup_order", A12, 6) + ["x"] + [[("lookup_order", {"order_id": "B7"})], "y"]),
+                         tools=[_lookup(invoked)], middleware=[LoopGuardMiddleware(guard())],
+                         checkpointer=InMemorySaver(), name="order_agent")
+    config = {"configurable": {"thread_id": "conversation-1"}, "recursion_limit": 100}
+    agent.invoke({"messages": [HumanMessage("Where is order A12?")]}, config)
+    assert invoked == ["A12"] * 4  # turn 1 looped and was stopped
+    agent.invoke({"messages": [HumanMessage("And order B7?")]}, config)
+    assert invoked[4:] == ["B7"]  # turn 2 ran its call

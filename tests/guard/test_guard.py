@@ -325,3 +325,18 @@ def test_a_stop_denial_stops_the_run_for_every_tool() -> None:
         lookup_order("A12")
     assert lookup_order("B7").startswith("Not executed: loop guard")
     assert invoked == ["A12"] * 4
+
+
+def test_agents_with_their_own_guards_are_judged_apart_in_one_trace() -> None:
+    """docs/guard.md: a subagent's stop denies the supervisor's next call when they share a
+    guard (one run per trace), and does not when each has its own."""
+    def loop_then_escalate(sub: ToolGuard, sup: ToolGuard) -> str:
+        for _ in range(6):
+            d = sub.check("lookup_order", {"order_id": "A12"}, run_id="trace-1")
+            if not d.denied:
+                sub.record(d, {"status": "delivered"}, True, run_id="trace-1")
+        return sup.check("escalate_to_human", {"order_id": "A12"}, run_id="trace-1").action
+
+    shared = make_guard(key=KEY)
+    assert loop_then_escalate(shared, shared) == "deny"
+    assert loop_then_escalate(make_guard(key=KEY), make_guard(key=KEY)) == "allow"
