@@ -84,7 +84,9 @@ class Guard:
             already_stopped = state.run.stopped is not None
             verdicts = state.run.preview(proposed)
             enforced = self._enforce and self._enforced(tool)
-            stop = next((v for v in verdicts if v[0] == "stop"), None)
+            # A stopped run says so (its last verdict), rather than repeating the stale count
+            # of the pattern that stopped it: the denied calls never ran, so it never grows.
+            stop = verdicts[-1] if already_stopped else next((v for v in verdicts if v[0] == "stop"), None)
             if stop is not None and enforced:
                 state.run.denied(proposed, stop[1], stop[2])
         if stop is not None:

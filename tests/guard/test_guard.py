@@ -41,6 +41,7 @@ def test_the_stop_threshold_call_is_denied_before_it_runs() -> None:
     assert invoked == ["A12"] * 4  # the 5th and 6th identical calls never ran
     assert all(isinstance(r, str) and r.startswith("Not executed: loop guard") for r in results[4:])
     assert "loop_guard_notice" in results[2] and "loop_guard_notice" not in results[1]  # warn nudges at 3
+    assert "the run was stopped earlier" not in results[4] and "the run was stopped earlier" in results[5]
 
 
 def test_a_method_tool_is_judged_on_its_arguments_not_on_its_objects_changing_state() -> None:
