@@ -119,6 +119,7 @@ def agent_trace(n: int, turns: int, tagged: bool, looping: bool, extra_chain: in
         for k in range(extra_chain):
             extra_id = (n + 1) * 10**7 + turn * 100 + k
             spans.append(_span(trace, extra_id, sid + 4 * turn, f"Runnable{k}", t + 3_100_000 + k, chain))
+    spans[0].end_time_unix_nano = base + (turns + 1) * 10_000_000  # the root spans its turns: no clock skew
     return spans
 
 
