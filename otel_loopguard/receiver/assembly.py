@@ -171,7 +171,10 @@ class RunAssembler:
                     self._root_seen(buffer, d.trace_id, d.span_id.hex(), now)
         if not d.parent:
             self._roots.put(d.trace_id, (d.span_id.hex(), now))
-        if runs or calls_here:  # a tool call arriving after it can still be checked against it
+        # A span that may be a tool call's parent: a call arriving after it is checked against
+        # it. Calls themselves are left out (a call directly under a call is rare, and they are
+        # the spans held in numbers).
+        if (runs or calls_here) and d.call is None:
             self._spans_seen.put(d.key, (d.start, d.end))
         self._check_parent(d)
 
