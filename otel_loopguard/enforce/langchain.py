@@ -24,9 +24,10 @@ make its spans current, so when no span is current the event goes on the span of
 current LangChain run as OpenInference reports it (the `tools` task span).
 
 Runs: the trace of that span, like the processor; without one, the `run_id` of the
-LangGraph invocation; else the invocation itself (the user message it answers, within its
-`thread_id`), so a stop never outlives the invocation; else the shared run "local". Pass
-`run_id=` to choose yourself. Decisions: tool calls requested by one model message are
+LangGraph invocation; else the invocation itself (an id the middleware's `before_agent`
+keeps in the agent state), so a stop never outlives the invocation; else (the middleware
+used outside `create_agent`) the `thread_id`, or the shared run "local". Pass `run_id=` to
+choose yourself. Decisions: tool calls requested by one model message are
 siblings (one turn), so parallel identical calls are not counted as repeats.
 
 Place it first in `middleware=[...]` (outermost): then error handlers such as
@@ -39,10 +40,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
-from typing import Any, Awaitable, Callable, Optional, Union
+import uuid
+from typing import Annotated, Any, Awaitable, Callable, Optional, Union
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain.agents.middleware.types import ToolCallRequest
+from typing_extensions import NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware.types import PrivateStateAttr, ToolCallRequest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
@@ -54,16 +58,34 @@ from .guard import MAX_RUNS, WARN, Decision, Guard
 
 ToolResult = Union[ToolMessage, Command, Any]
 RunIdFn = Callable[[ToolCallRequest], Optional[str]]
+_INVOCATION = "loopguard_invocation"
 
 
-class LoopGuardMiddleware(AgentMiddleware):
+class LoopGuardState(AgentState):  # type: ignore[type-arg]
+    """The agent's state plus the id of the current invocation (private to the middleware)."""
+
+    loopguard_invocation: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     """Consults the guard before each tool call; a denied call is answered, never run."""
+
+    state_schema = LoopGuardState
 
     def __init__(self, guard: Guard, *, run_id: Optional[RunIdFn] = None):
         super().__init__()
         self.guard = guard
         self._run_id_fn = run_id
         self._turns = _Turns()
+
+    # An id per invocation, kept in the state: the run when there is no trace. Stable through
+    # the invocation (middleware may add messages, a resume after an interrupt continues it),
+    # new for the next one, so a stop never outlives the invocation it happened in.
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {_INVOCATION: uuid.uuid4().hex}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self.before_agent(state, runtime)
 
     # -- LangChain hooks ---------------------------------------------------------------
     def wrap_tool_call(
@@ -136,14 +158,14 @@ class LoopGuardMiddleware(AgentMiddleware):
         run = getattr(info, "run_id", None)
         if run:
             return f"langgraph:run_id:{run}"
-        # No trace and no run id: the invocation is the run, named by the user message it
-        # answers. A run stopped once stays stopped, so a longer-lived key (the thread, or one
-        # shared "local" run) would deny every later turn of the conversation, or every call
-        # of the process.
-        asked = _asking_message(request)
+        # No trace and no run id: the invocation is the run. A run stopped once stays stopped,
+        # so a longer-lived key (the thread, or one shared "local" run) would deny every later
+        # turn of the conversation, or every call of the process.
+        state = request.state
+        invocation = state.get(_INVOCATION) if isinstance(state, dict) else getattr(state, _INVOCATION, None)
+        if invocation:
+            return f"langgraph:invocation:{invocation}"
         thread = getattr(info, "thread_id", None)
-        if asked:
-            return f"langgraph:thread:{thread}:{asked}" if thread else f"langgraph:invocation:{asked}"
         return f"langgraph:thread_id:{thread}" if thread else "local"
 
 
@@ -185,14 +207,6 @@ def _messages(request: ToolCallRequest) -> Any:
     state = request.state
     messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
     return messages or ()
-
-
-def _asking_message(request: ToolCallRequest) -> Optional[str]:
-    """The id of the latest user message: each invocation of the agent answers one."""
-    for message in reversed(_messages(request)):
-        if getattr(message, "type", None) == "human":
-            return getattr(message, "id", None) or None
-    return None
 
 
 def _requesting_message(request: ToolCallRequest) -> Optional[str]:

@@ -244,6 +244,22 @@ def test_untraced_invocations_without_a_run_id_are_separate_runs_by_their_user_m
     assert counts == [4, 4]
 
 
+def test_middleware_that_rewrites_the_history_mid_invocation_does_not_reset_the_run() -> None:
+    """SummarizationMiddleware replaces old messages with a new HumanMessage (the summary)
+    during a long loop: the run (no trace) must stay the invocation, or the loop starts over."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import HumanMessage
+
+    invoked: list = []
+    summarise = SummarizationMiddleware(model=model(["summary of the talk"] * 50), trigger=("messages", 10),
+                                        keep=("messages", 4))
+    agent = create_agent(model(repeat("lookup_order", A12, 30) + ["final"]), tools=[_lookup(invoked)],
+                         middleware=[LoopGuardMiddleware(guard()), summarise], system_prompt="Help.")
+    agent.invoke({"messages": [HumanMessage("Where is order A12?")]}, {"recursion_limit": 200})
+    assert invoked == ["A12"] * 4  # stopped at the 5th, summaries or not
+
+
 def test_a_stop_in_one_turn_of_a_thread_does_not_deny_the_next_turn() -> None:
     """With a checkpointer and a thread_id (no trace), the next user turn of the same thread
     starts a new run: a loop stopped in turn 1 must not deny turn 2's first call."""
