@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -29,15 +29,7 @@ MAX_ROOTS = 100_000
 MAX_PARENT_CHECKS = 100_000
 MAX_TOOL_LABELS = 100
 MAX_ROOTS_PER_RUN = 64
-MAX_TRACES_REMEMBERED = 256  # per completed run keyed by a conversation
-
-
-class _Completed(NamedTuple):
-    """A completed run, remembered to recognise its late spans (and a resumed conversation)."""
-
-    at: float
-    traces: Optional[frozenset[bytes]]  # None: the run was one trace (its id)
-    next_seq: int
+MAX_CHILDREN_WAITING = 64  # tool calls waiting for one parent span to check their times
 
 
 class RunAssembler:
@@ -56,9 +48,12 @@ class RunAssembler:
         self.buffered_calls = 0  # kept up to date as runs change, never recounted
         self._trace_runs: dict[bytes, set[str]] = {}
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
-        self._completed: BoundedMap[str, _Completed] = BoundedMap(config.late_cache_size)
+        # Completed runs: each trace they covered (its late spans are forwarded, not judged),
+        # and where each run's sequence stopped (a conversation may resume in a new trace).
+        self._completed_traces: BoundedMap[bytes, float] = BoundedMap(config.late_cache_size)
+        self._completed: BoundedMap[str, int] = BoundedMap(config.late_cache_size)
         # Keyed by trace id + span id: span ids need only be unique within their trace.
-        self._children: BoundedMap[bytes, tuple[str, int, int]] = BoundedMap(MAX_PARENT_CHECKS)
+        self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(MAX_PARENT_CHECKS)
         # Times of spans that may be a later tool call's parent (those of traces with calls).
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
@@ -141,16 +136,14 @@ class RunAssembler:
 
     # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
+        completed_at = self._completed_traces.get(trace_id)
+        if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
+            return None  # late: a span of a trace a completed run covered
         buffer = self.runs.get(run_id)
         if buffer is None:
-            first_seq = 1
-            done = self._completed.get(run_id)
-            if done is not None and now - done.at < self._config.late_cache_seconds:
-                if done.traces is None or trace_id in done.traces:
-                    return None  # late: a span of a trace the run already covered
-                # A conversation that resumes in a new trace after its run went idle: judged
-                # as a new run that goes on with the conversation's sequence.
-                first_seq = done.next_seq
+            # A run id seen before in other traces: a conversation resuming after its run went
+            # idle. Judged as a new run that goes on with the conversation's sequence.
+            first_seq = self._completed.get(run_id) or 1
             buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
@@ -207,9 +200,10 @@ class RunAssembler:
                 trace_runs.discard(run_id)
                 if not trace_runs:
                     del self._trace_runs[trace]
-        keyed_by_trace = buffer.traces == {bytes.fromhex(run_id)} if len(run_id) == 32 else False
-        traces = None if keyed_by_trace else frozenset(list(buffer.traces)[:MAX_TRACES_REMEMBERED])
-        self._completed.put(run_id, _Completed(self._clock(), traces, buffer.next_seq))
+        now = self._clock()
+        for trace in buffer.traces:
+            self._completed_traces.put(trace, now)
+        self._completed.put(run_id, buffer.next_seq)
         self._metrics.set_gauge("runs_open", len(self.runs))
         self._metrics.inc("runs_completed_total")
         if buffer.skew_events:
@@ -225,15 +219,20 @@ class RunAssembler:
             return
         parent_key = d.trace_id + d.parent
         parent = self._spans_seen.get(parent_key)
-        if parent is None:
-            self._children.put(parent_key, (buffer.run_id, d.start, d.end))
-        elif _outside(d.start, d.end, *parent):
-            self._skewed(buffer.run_id)
+        if parent is not None:
+            if _outside(d.start, d.end, *parent):
+                self._skewed(buffer.run_id)
+            return
+        waiting = self._children.get(parent_key)  # siblings wait together (spans end children first)
+        if waiting is None:
+            self._children.put(parent_key, [(buffer.run_id, d.start, d.end)])
+        elif len(waiting) < MAX_CHILDREN_WAITING:
+            waiting.append((buffer.run_id, d.start, d.end))
 
     def _check_parent(self, d: Decoded) -> None:
-        child = self._children.pop(d.key)
-        if child is not None and _outside(child[1], child[2], d.start, d.end):
-            self._skewed(child[0])
+        for run_id, start, end in self._children.pop(d.key) or ():
+            if _outside(start, end, d.start, d.end):
+                self._skewed(run_id)
 
     def _skewed(self, run_id: str) -> None:
         self._metrics.inc("clock_skew_total")

@@ -52,6 +52,7 @@ class RunBuffer:
         self.trail = GuardTrail()
         self.facts = _NO_FACTS  # frozen: replaced, never changed
         self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
+        self._resumed = first_seq > 1
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
         self.untagged: list[tuple[ToolCall, _Held]] = []
         self.untagged_models: list[ModelCall] = []
@@ -101,6 +102,10 @@ class RunBuffer:
             self.untagged_models = []
         if not raw.finished:
             out.append(self._unfinished(raw))
+        if self._resumed:
+            self._resumed = False
+            if raw.seq == 1 and not self.pending:
+                self.next_seq = 1  # its numbering started again (a restarted processor): so does this run
         if any(lo <= raw.seq < hi for lo, hi in self.skipped):
             self.late_calls += 1  # it missed its gap's wait: reported incomplete already
             return out

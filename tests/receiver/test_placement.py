@@ -114,3 +114,16 @@ def test_span_ids_reused_in_another_trace_are_not_taken_for_the_parent(sink: Sin
     _deliver(receiver, [impostor, call, step, root])
     assert attr(_summary(sink), "loopguard.run.clock_skew") is False
     assert receiver.running.metrics.get("clock_skew_total") == 0
+
+
+def test_siblings_waiting_for_their_parent_are_all_checked(sink: Sink, receiver: ReceiverThread) -> None:
+    """Spans end children first, so siblings usually arrive before their parent: each of them
+    is checked when it comes, not only the last one."""
+    run = TaggedRun(seed=38)
+    step, skewed, root = _nested(run, offset_ns=-50 * MS, seq=1)
+    fine = run.call(2, args="2" * 32)
+    fine.parent_span_id = step.span_id
+    fine.start_time_unix_nano, fine.end_time_unix_nano = step.start_time_unix_nano + 200 * MS, step.start_time_unix_nano + 300 * MS
+    _deliver(receiver, [skewed], [fine], [step, root])
+    assert receiver.running.metrics.get("clock_skew_total") == 1
+    assert attr(_summary(sink), "loopguard.run.clock_skew") is True
