@@ -87,7 +87,9 @@ class Guard:
             # A stopped run says so (its last verdict), rather than repeating the stale count
             # of the pattern that stopped it: the denied calls never ran, so it never grows.
             stop = verdicts[-1] if already_stopped else next((v for v in verdicts if v[0] == "stop"), None)
-            if stop is not None and enforced:
+            if stop is not None and self._enforced(tool):
+                # An observe-only guard stops the run too: its decisions say what enforce mode
+                # would do, and enforce mode would deny every later call.
                 state.run.denied(proposed, stop[1], stop[2])
         if stop is not None:
             text = (STOPPED if already_stopped else DENIED).format(reason=stop[2])

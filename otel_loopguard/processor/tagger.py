@@ -37,8 +37,10 @@ MARKERS = tuple(dict.fromkeys([c.marker for c in TOOL_CONVENTIONS] + [c.marker f
 RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments, *c.result)) | {"output.value", "input.value"}
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
-# Limits whose stop fires on the call that reaches them (enforce mode denies the next call).
-_AT_NEXT_CALL = frozenset({"tool_cap", "budget"})
+# Stops the guard cannot see before the call runs: limits that fire on the call reaching them,
+# and patterns its own result completes (errors, nothing new, a poll without a terminal
+# state). Enforce mode lets that call run and denies the next, so would_block marks the next.
+_AT_NEXT_CALL = frozenset({"tool_cap", "budget", "poll_budget", "error_streak", "no_progress"})
 MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
 MAX_SCOPED_SPANS = 100_000  # open spans whose agent scope is remembered (agent_scopes only)
 # Spans that start an agent's scope, by convention (marker attribute -> values).

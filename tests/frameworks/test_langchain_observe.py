@@ -123,4 +123,6 @@ def test_an_error_streak_is_marked_and_the_outcome_is_error(lc: Stack) -> None:
     tools = lc.tool_spans(lc.spans(), "charge_card")
     assert [s.attributes["loopguard.outcome"] for s in tools] == ["error"] * 6
     blocked = [(i, e.attributes["loopguard.finding.kind"]) for i, s in enumerate(tools) for e in _would_block(s)]
-    assert blocked[0] == (3, "error_streak")  # the 4th failing decision
+    # The 4th failing decision completes the streak, but only its own failure tells: enforce
+    # mode lets it run and denies the 5th, so that is the call marked.
+    assert blocked[0] == (4, "error_streak")

@@ -251,3 +251,61 @@ def test_a_budget_crossed_by_model_spans_does_not_stop_later_calls(stacks: Calla
     marked = [[e["loopguard.finding.kind"] for e in decisions(s) if e["loopguard.decision"] == "would_block"]
               for s in stack.tool_spans()]
     assert marked == [["budget"], [], [], []]
+
+
+DIFFERENTIAL_POLICY = """
+version: diff-1
+repeat: {mode: consecutive, warn_at: 2, stop_at: 3}
+cycle: {warn_at: 2, stop_at: 3}
+error_streak: {warn_at: 2, stop_at: 3}
+no_progress: {warn_at: 3, stop_at: 5}
+budget: {max_turns: null, max_tool_calls: 12, max_seconds: null}
+tools:
+  a: {max_calls: 4}
+  p:
+    exempt_repeat: true
+    poll: {max_polls: 3}
+  w:
+    side_effect: true
+    idempotency_key: key
+"""
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_would_block_marks_the_calls_an_enforcing_guard_denies(stacks: Callable[..., Stack], tmp_path: Path,
+                                                              seed: int) -> None:
+    """Differential: random runs (caps, polls, writes, errors, repeats, cycles) through an
+    observe-only processor and through an enforcing guard. A call's result and failure depend
+    on the call only, so the guard's assumption (a repeated call brings nothing new) holds and
+    the two must mark exactly the same calls."""
+    import random
+
+    from otel_loopguard.enforce import make_guard
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(DIFFERENTIAL_POLICY)
+    rnd = random.Random(seed)
+    calls = []
+    for _ in range(14):
+        tool = rnd.choice("abcpw")
+        args = {"x": rnd.randint(0, 1), **({"key": rnd.choice(["k1", "k2"])} if tool == "w" else {})}
+        calls.append((tool, args, {"r": f"{tool}{args['x']}"}, random.Random(f"{seed}{tool}{args['x']}").random() < 0.3))
+    stack = stacks(policy=str(path))
+    with stack.tracer.start_as_current_span("agent"):
+        for tool, args, result, failed in calls:
+            attrs = dict(captured("genai_tool")["attributes"], **{
+                "gen_ai.tool.name": tool, "gen_ai.tool.call.arguments": json.dumps(args),
+                "gen_ai.tool.call.result": json.dumps(result)})
+            emit(stack.tracer, {"name": f"execute_tool {tool}", "status": "ERROR" if failed else "OK",
+                                "description": "failed"}, attributes=attrs)
+    marked = [i for i, s in enumerate(stack.tool_spans()) if any(e["loopguard.decision"] == "would_block"
+                                                                  for e in decisions(s))]
+    guard = make_guard(key=b"decisions-test-key-0123", policy=str(path))
+    denied = []
+    for i, (tool, args, result, failed) in enumerate(calls):
+        decision = guard.check(tool, args, run_id="r")
+        if decision.denied:
+            denied.append(i)
+        else:
+            guard.record(decision, result, not failed, run_id="r")
+    assert marked == denied
