@@ -6,7 +6,9 @@
 Both setups export to a do-nothing exporter in the same process, so only
 tracing cost is measured:
 1. application thread, per span: time from span start to `end()` returning,
-   for tool spans (GenAI conventions, small arguments) and for plain spans;
+   for tool spans (GenAI conventions, small arguments, in runs of 50 calls; and a
+   run past its stop, whose every later call is marked would_block) and for plain
+   spans;
 2. total CPU per span (process time, which includes the worker thread that
    fingerprints, judges and tags), after a flush.
 Figures are reported next to the baseline; nothing asserts on time.
@@ -51,27 +53,35 @@ def _provider(guarded: bool) -> TracerProvider:
 # "tool": 50 distinct arguments in turn and one result, as a run that keeps coming back to
 # the same calls; "tool, all distinct": every call's arguments and result differ (no
 # payload repeats, so the fingerprint memo never helps).
-ARGS = [json.dumps({"order_id": f"A{i % 50}", "include_items": True, "limit": 10}) for i in range(1000)]
-RESULT = json.dumps({"status": "delivered", "version": 7})
+# "tool span": every run makes the same 50 calls, each with its own result: no loop, but the
+# payload texts recur from run to run (the fingerprint memo answers). "all distinct": no text
+# ever recurs. "stopped run": one long run of distinct calls, past its tool-call budget.
+ARGS = [json.dumps({"order_id": f"A{i}", "include_items": True, "limit": 10}) for i in range(50)]
+RESULTS = [json.dumps({"status": "delivered", "version": i}) for i in range(50)]
 DISTINCT_ARGS = [json.dumps({"order_id": f"A{i}", "include_items": True, "limit": 10}) for i in range(100_000)]
 DISTINCT_RESULTS = [json.dumps({"status": "delivered", "version": i}) for i in range(100_000)]
 
 
-def _tool_spans(tp: TracerProvider, n: int, distinct: bool = False) -> float:
+RUN_CALLS = 50  # calls per run (trace): below the default budget of 60 tool calls
+
+
+def _tool_spans(tp: TracerProvider, n: int, distinct: bool = False, run_calls: int = RUN_CALLS) -> float:
+    """Tool spans in runs of `run_calls` calls, each run a trace of its own."""
     tracer = tp.get_tracer("bench")
     args = DISTINCT_ARGS if distinct else ARGS
-    results = DISTINCT_RESULTS if distinct else [RESULT]
+    results = DISTINCT_RESULTS if distinct else RESULTS
     app = 0.0
-    with tracer.start_as_current_span("agent"):
-        for i in range(n):
-            t0 = time.perf_counter()
-            span = tracer.start_span("execute_tool lookup_order")
-            span.set_attribute("gen_ai.operation.name", "execute_tool")
-            span.set_attribute("gen_ai.tool.name", "lookup_order")
-            span.set_attribute("gen_ai.tool.call.arguments", args[i % len(args)])
-            span.set_attribute("gen_ai.tool.call.result", results[i % len(results)])
-            span.end()
-            app += time.perf_counter() - t0
+    for first in range(0, n, run_calls):
+        with tracer.start_as_current_span("agent"):
+            for i in range(first, min(n, first + run_calls)):
+                t0 = time.perf_counter()
+                span = tracer.start_span("execute_tool lookup_order")
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", "lookup_order")
+                span.set_attribute("gen_ai.tool.call.arguments", args[i % len(args)])
+                span.set_attribute("gen_ai.tool.call.result", results[i % len(results)])
+                span.end()
+                app += time.perf_counter() - t0
     return app
 
 
@@ -88,8 +98,9 @@ def _plain_spans(tp: TracerProvider, n: int) -> float:
     return app
 
 
-KINDS = ("tool", "distinct", "plain")
-LABELS = {"tool": "tool span", "distinct": "tool span, all distinct", "plain": "plain span"}
+KINDS = ("tool", "distinct", "stopped", "plain")
+LABELS = {"tool": "tool span", "distinct": "tool span, all distinct", "plain": "plain span",
+          "stopped": "tool span of a stopped run"}
 
 
 def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
@@ -98,6 +109,8 @@ def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
     cpu0 = time.process_time()
     if kind == "plain":
         app = _plain_spans(tp, n)
+    elif kind == "stopped":  # one run of all n calls: past its budget, each call is marked would_block
+        app = _tool_spans(tp, n, distinct=True, run_calls=n)
     else:
         app = _tool_spans(tp, n, distinct=kind == "distinct")
     tp.force_flush()

@@ -38,6 +38,6 @@ def test_the_receiver_bench_judges_its_mixes_and_finds_the_loops() -> None:
 
 def test_the_processor_bench_measures_both_setups() -> None:
     bench = _load("bench_processor")
-    for kind in ("tool", "distinct", "plain"):
+    for kind in ("tool", "distinct", "stopped", "plain"):
         baseline, guarded = bench.best_pair(kind, 20, 1)
         assert baseline and guarded

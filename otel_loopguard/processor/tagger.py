@@ -9,6 +9,7 @@ is made); parallel siblings of one decision are numbered in the order they end.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import threading
 from types import MappingProxyType
@@ -241,7 +242,7 @@ class Tagger:
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
         out = pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
         if stopped is not None and not any(f.severity == STOP for f in out):
-            out.append(_stopped_earlier(stopped, call))
+            out.append(_stopped_earlier(stopped))
         return out
 
     def at_fork_reinit(self) -> None:
@@ -344,11 +345,14 @@ def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     return bounded
 
 
-def _stopped_earlier(stopped: Finding, call: ToolCall) -> Finding:
+@functools.lru_cache(maxsize=1024)
+def _stopped_earlier(stopped: Finding) -> Finding:
     """The mark for a call after the run was stopped: enforce mode denies it too (the run
-    stays stopped), so observe-only must say would_block, or a rollout review undercounts."""
-    return Finding(stopped.kind, STOP, call.seq, call.seq, 1, (call.seq,), (call.span_id,),
-                   f"the run was stopped earlier: {stopped.reason}", call.tool, call.action,
+    stays stopped), so observe-only must say would_block, or a rollout review undercounts.
+    One per stopping finding (a looping run may go on for thousands of calls), and only what
+    the decision event shows: kind, severity, reason, policy version."""
+    return Finding(stopped.kind, STOP, stopped.first_seq, stopped.last_seq, stopped.count, (), (),
+                   f"the run was stopped earlier: {stopped.reason}", stopped.tool, None,
                    stopped.run_id, stopped.policy_version)
 
 
@@ -366,12 +370,15 @@ def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
     return events
 
 
-def _decision(f: Finding) -> dict[str, Any]:
+@functools.lru_cache(maxsize=1024)  # a stopped run marks every later call alike; event attributes are read-only
+def _decision(f: Finding) -> Any:
     """What enforce mode would have done at this call: block on stop, nudge on warn."""
-    return {
+    from opentelemetry.attributes import BoundedAttributes
+
+    return BoundedAttributes(maxlen=None, immutable=True, attributes={  # shared by the events it marks
         "loopguard.decision": "would_block" if f.severity == STOP else "would_warn",
         "loopguard.finding.kind": f.kind,
         "loopguard.finding.severity": f.severity,
         "loopguard.finding.reason": f.reason,
         "loopguard.policy.version": f.policy_version,
-    }
+    })
