@@ -203,18 +203,14 @@ class _Turns:
             return counter.count
 
 
-def _messages(request: ToolCallRequest) -> Any:
-    state = request.state
-    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
-    return messages or ()
-
-
 def _requesting_message(request: ToolCallRequest) -> Optional[str]:
     """An identity for the model message that requested this call (its siblings share it)."""
     call_id = request.tool_call.get("id")
     if not call_id:
         return None
-    for message in reversed(_messages(request)):
+    state = request.state
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    for message in reversed(messages or ()):
         if not isinstance(message, AIMessage):
             continue
         ids = [c.get("id") for c in message.tool_calls]

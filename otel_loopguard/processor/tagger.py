@@ -79,7 +79,7 @@ def interesting(span: ReadableSpan) -> bool:
 
 class _RunState:
     __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
-                 "stopped")
+                 "stopped", "stopped_mark")
 
     def __init__(self, run: Run):
         self.run = run
@@ -92,6 +92,7 @@ class _RunState:
         # The first stop a tool call brought, as the guard sees it (it never sees model
         # spans, so a cost or turn budget crossed there does not stop its run).
         self.stopped: Optional[Finding] = None
+        self.stopped_mark: Optional[Finding] = None  # what every call after the stop is marked with
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
@@ -239,10 +240,12 @@ class Tagger:
             return new  # the usual call: nothing found, nothing waiting
         if stopped is None:
             state.stopped = next((f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
+            if state.stopped is not None:
+                state.stopped_mark = _stopped_earlier(state.stopped)
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
         out = pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
-        if stopped is not None and not any(f.severity == STOP for f in out):
-            out.append(_stopped_earlier(stopped))
+        if state.stopped_mark is not None and stopped is not None and not any(f.severity == STOP for f in out):
+            out.append(state.stopped_mark)
         return out
 
     def at_fork_reinit(self) -> None:
@@ -345,12 +348,11 @@ def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     return bounded
 
 
-@functools.lru_cache(maxsize=1024)
 def _stopped_earlier(stopped: Finding) -> Finding:
     """The mark for a call after the run was stopped: enforce mode denies it too (the run
     stays stopped), so observe-only must say would_block, or a rollout review undercounts.
-    One per stopping finding (a looping run may go on for thousands of calls), and only what
-    the decision event shows: kind, severity, reason, policy version."""
+    One per run (a looping run may go on for thousands of calls), with only what the decision
+    event shows: kind, severity, reason, policy version."""
     return Finding(stopped.kind, STOP, stopped.first_seq, stopped.last_seq, stopped.count, (), (),
                    f"the run was stopped earlier: {stopped.reason}", stopped.tool, None,
                    stopped.run_id, stopped.policy_version)

@@ -72,7 +72,7 @@ class RunAssembler:
         self._metrics.set_gauge("buffered_calls", self.buffered_calls)
         return out
 
-    def _accept_one(self, d: Decoded, now: float, calls_here: bool = True) -> list[Span]:
+    def _accept_one(self, d: Decoded, now: float, calls_here: bool) -> list[Span]:
         self._touch(d, now, calls_here)
         if d.run_id is None:
             return []
