@@ -104,8 +104,10 @@ class RunBuffer:
             out.append(self._unfinished(raw))
         if self._resumed:
             self._resumed = False
-            if raw.seq == 1 and not self.pending:
-                self.next_seq = 1  # its numbering started again (a restarted processor): so does this run
+            if raw.seq < self.next_seq:
+                # Not the conversation going on: its numbering started again (a restarted
+                # processor, calls ending out of order) or an old straggler: count from 1.
+                self.next_seq = 1
         if any(lo <= raw.seq < hi for lo, hi in self.skipped):
             self.late_calls += 1  # it missed its gap's wait: reported incomplete already
             return out

@@ -80,3 +80,30 @@ def test_any_run_id_completes_even_one_that_looks_like_a_trace_id(sink: Sink, re
     assert sorted(attr(s, "loopguard.run.id") for s in summaries) == sorted(
         ["session-user-1234-2026-12-01-abc", "0" * 31 + "g", "ab" * 16])
     assert receiver.running.metrics.get("internal_errors_total") == 0
+
+
+def test_a_restarted_numbering_whose_first_call_ends_second_still_starts_at_one(sink: Sink,
+                                                                               receiver: ReceiverThread) -> None:
+    """Spans are exported in end order: after a processor restart seq 2 may come before seq 1."""
+    first, later = TaggedRun(run_id="conversation-4", seed=70), TaggedRun(run_id="conversation-4", seed=71)
+    _send(receiver, [first.call(seq, args=f"{seq}" * 32) for seq in (1, 2, 3)])
+    _summaries(sink, 1)
+    _send(receiver, [later.call(2, args="b" * 32), later.call(1, args="a" * 32), later.call(3, args="c" * 32)])
+    summaries = _summaries(sink, 2)
+    assert attr(summaries[-1], "loopguard.run.outcome") == "scored"
+    assert not findings_of(sink, kind="integrity_conflict")
+
+
+def test_a_straggler_after_the_late_cache_expired_is_a_gap_not_a_conflict(sink: Sink) -> None:
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=IDLE, late_cache_seconds=0.5,
+                                          gap_wait_seconds=30.0))
+    try:
+        run = TaggedRun(seed=72)  # keyed by its trace
+        _send(receiver, [run.call(seq, args=f"{seq}" * 32) for seq in (1, 2, 4)])
+        _summaries(sink, 1)
+        time.sleep(0.6)  # past late_cache_seconds: the straggler opens a run of its own
+        _send(receiver, [run.call(3, args="3" * 32)])
+        _summaries(sink, 2)
+        assert not findings_of(sink, kind="integrity_conflict")
+    finally:
+        receiver.stop()
