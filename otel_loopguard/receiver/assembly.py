@@ -48,9 +48,10 @@ class RunAssembler:
         self.buffered_calls = 0  # kept up to date as runs change, never recounted
         self._trace_runs: dict[bytes, set[str]] = {}
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
-        # Completed runs: each trace they covered (its late spans are forwarded, not judged),
-        # and where each run's sequence stopped (a conversation may resume in a new trace).
-        self._completed_traces: BoundedMap[bytes, float] = BoundedMap(config.late_cache_size)
+        # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
+        # judged; another run sharing the trace is not affected), and where each run's
+        # sequence stopped (a conversation may resume in a new trace).
+        self._completed_traces: BoundedMap[tuple[str, bytes], float] = BoundedMap(config.late_cache_size)
         self._completed: BoundedMap[str, int] = BoundedMap(config.late_cache_size)
         # Keyed by trace id + span id: span ids need only be unique within their trace.
         self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(MAX_PARENT_CHECKS)
@@ -136,7 +137,7 @@ class RunAssembler:
 
     # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
-        completed_at = self._completed_traces.get(trace_id)
+        completed_at = self._completed_traces.get((run_id, trace_id))
         if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
             return None  # late: a span of a trace a completed run covered
         buffer = self.runs.get(run_id)
@@ -202,7 +203,7 @@ class RunAssembler:
                     del self._trace_runs[trace]
         now = self._clock()
         for trace in buffer.traces:
-            self._completed_traces.put(trace, now)
+            self._completed_traces.put((run_id, trace), now)
         self._completed.put(run_id, buffer.next_seq)
         self._metrics.set_gauge("runs_open", len(self.runs))
         self._metrics.inc("runs_completed_total")

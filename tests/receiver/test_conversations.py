@@ -107,3 +107,25 @@ def test_a_straggler_after_the_late_cache_expired_is_a_gap_not_a_conflict(sink: 
         assert not findings_of(sink, kind="integrity_conflict")
     finally:
         receiver.stop()
+
+
+def test_a_run_sharing_a_trace_is_not_made_late_when_the_other_completes(sink: Sink) -> None:
+    """Model spans without the conversation attribute form a run of their trace; when that run
+    completes, the conversation's later calls in the same trace are still judged."""
+    from .harness import make_span
+
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=30.0, root_grace_seconds=0.2,
+                                          gap_wait_seconds=30.0))
+    try:
+        conversation = TaggedRun(run_id="conversation-5", seed=73)
+        model = make_span(conversation.trace_id, b"\x44" * 8, "chat m", parent=conversation.root_id,
+                          start=conversation.t0, end=conversation.t0 + 1, attributes={
+                              "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10})
+        _send(receiver, [model, conversation.call(1), conversation.root()])  # the trace's own run ends
+        time.sleep(0.6)
+        _send(receiver, [conversation.call(seq) for seq in range(2, 7)])
+        wait_for(lambda: [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"],
+                 what="the conversation's loop judged")
+        assert receiver.running.metrics.get("late_spans_total") == 0
+    finally:
+        receiver.stop()
