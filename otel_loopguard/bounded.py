@@ -37,6 +37,9 @@ class BoundedSet:
         self._items[item] = None
         return True
 
+    def __contains__(self, item: Hashable) -> bool:
+        return item in self._items
+
     def __len__(self) -> int:
         return len(self._items)
 

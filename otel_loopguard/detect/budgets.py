@@ -1,7 +1,8 @@
 """`budget` (turns, tool calls, cost, wall time) and `tool_cap` (calls per tool).
 
 Each ceiling warns at `warn_ratio` of its limit and stops when the limit is
-reached: the limit is the last call allowed, so the next one must not run.
+reached: the limit is the last call allowed, so the next one must not run. For
+turns it is the last turn allowed: that turn's parallel calls still run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Optional
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
-from ..findings import Finding, finding
+from ..findings import STOP, Finding, finding
 from ..policy import BudgetRule, Policy, ToolRule
 from .base import Latch, Step
 
@@ -33,6 +34,7 @@ class BudgetDetector:
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
         self._cost = 0.0
         self._first_start: Optional[int] = None
+        self._turn_stop: Optional[Finding] = None  # the turn limit's stop, once reached
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
@@ -52,17 +54,30 @@ class BudgetDetector:
         return out
 
     def preview(self, step: Step) -> Optional[tuple[str, str]]:
-        """Before dispatch: a budget already used up stops the next call."""
+        """Before dispatch: a budget already used up stops the next call. The turn budget's
+        limit is the last turn allowed, so it stops a call only if the call starts a turn
+        beyond it: the parallel siblings of the last turn run."""
         r = self._rule
+        turn = step.call.turn
+        starts_turn = turn is not None and turn not in self._seen_turns
         spent = [
             (r.max_tool_calls, self._tool_calls, "tool calls"),
-            (r.max_turns, self._turns, "turns"),
+            (r.max_turns, self._turns + (1 if starts_turn else 0) - 1, "turns"),
             (r.max_cost_usd, self._cost, "USD"),
         ]
         for limit, used, unit in spent:
             if limit is not None and used >= limit:
                 return "stop", f"the run already used its budget of {limit:g} {unit}"
         return None
+
+    def is_turn_limit(self, f: Finding) -> bool:
+        """Whether `f` is this budget's stop for reaching the turn limit."""
+        return self._turn_stop is not None and f.severity == STOP and f.reason == self._turn_stop.reason
+
+    def in_last_turn(self, stop: Finding, turn: Optional[int]) -> bool:
+        """Whether `stop` is this budget's turn limit, reached in the turn `turn` belongs to:
+        that turn's other calls still run."""
+        return self.is_turn_limit(stop) and turn is not None and turn in self._seen_turns
 
     def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]:
         self._count_turn(model.turn)
@@ -94,7 +109,10 @@ class BudgetDetector:
         shown = f"{used:.2f}" if name in ("cost", "seconds") else str(int(used))
         reason = f"the run used {shown} {_UNITS[name]} of its budget of {limit:g}"
         calls = [call] if call is not None else []
-        return [finding("budget", level, calls, reason, count=len(calls))]
+        found = finding("budget", level, calls, reason, count=len(calls))
+        if name == "turns" and level == STOP:
+            self._turn_stop = found
+        return [found]
 
 
 _NEVER = math.inf  # the warn level of a budget the policy leaves unset

@@ -152,7 +152,7 @@ class Run:
         no_result = Judgement(False, False, 0, False)
         step = Step(call, decision, no_result, self.policy.rule(call.tool))
         out = [(level, d.kind, reason) for d in self._previews if (p := d.preview(step)) for level, reason in (p,)]
-        if self.stopped is not None:
+        if self.stopped is not None and not self._budget.in_last_turn(self.stopped, call.turn):
             out.append(("stop", self.stopped.kind, f"the run was stopped earlier: {self.stopped.reason}"))
         return out
 
@@ -163,6 +163,11 @@ class Run:
         if self.stopped is None:
             f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
             self.stopped = f.stamped(self.run_id, self.policy.version)
+
+    def is_turn_limit(self, f: Finding) -> bool:
+        """The turn budget's stop: the limit is the last turn allowed, so it bars the calls
+        of later turns, not the rest of the turn that reached it."""
+        return self._budget.is_turn_limit(f)
 
     def observe_model(self, model: ModelCall) -> list[Finding]:
         """Feed a model decision (turn count, token cost)."""

@@ -86,7 +86,8 @@ class Guard:
             enforced = self._enforce and self._enforced(tool)
             # A stopped run says so (its last verdict), rather than repeating the stale count
             # of the pattern that stopped it: the denied calls never ran, so it never grows.
-            stop = verdicts[-1] if already_stopped else next((v for v in verdicts if v[0] == "stop"), None)
+            stops = [v for v in verdicts if v[0] == "stop"]
+            stop = (stops[-1] if already_stopped else stops[0]) if stops else None
             if stop is not None and self._enforced(tool):
                 # An observe-only guard stops the run too: its decisions say what enforce mode
                 # would do, and enforce mode would deny every later call.

@@ -79,7 +79,7 @@ def interesting(span: ReadableSpan) -> bool:
 
 class _RunState:
     __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
-                 "stopped", "stopped_mark")
+                 "stopped", "stopped_mark", "turn_limit")
 
     def __init__(self, run: Run):
         self.run = run
@@ -93,6 +93,8 @@ class _RunState:
         # spans, so a cost or turn budget crossed there does not stop its run).
         self.stopped: Optional[Finding] = None
         self.stopped_mark: Optional[Finding] = None  # what every call after the stop is marked with
+        # The turn budget's stop and the last turn it allows: marks the first call of a later turn.
+        self.turn_limit: Optional[tuple[Finding, int]] = None
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
@@ -225,7 +227,11 @@ class Tagger:
             state = self._state(self._run_id(span, attrs))
             state.note_model_end(span.end_time or 0)
             model = ModelCall(state.turn_at(span.end_time or 0) or 0, found.input_tokens, found.output_tokens, found.model)
-            state.budget_findings += state.run.observe_model(model)
+            for f in state.run.observe_model(model):
+                if state.run.is_turn_limit(f):
+                    state.turn_limit = (f, model.turn)
+                else:
+                    state.budget_findings.append(f)
         return span
 
     @staticmethod
@@ -235,11 +241,18 @@ class Tagger:
         # enforce mode lets run, denying the next one; would_block marks that next call.
         pending = state.budget_findings
         stopped = state.stopped  # by an earlier call: enforce mode denies every call after it
+        released = _turn_limit_passed(state, call)
         new = state.run.observe(call)
-        if not new and not pending and stopped is None:
+        if not new and not pending and stopped is None and released is None:
             return new  # the usual call: nothing found, nothing waiting
+        if new and any(state.run.is_turn_limit(f) for f in new):  # reached by this call's turn
+            state.turn_limit = next((f, call.turn or 0) for f in new if state.run.is_turn_limit(f))
+            new = [f for f in new if not state.run.is_turn_limit(f)]
+        if released is not None:
+            pending = pending + [released]
         if stopped is None:
-            state.stopped = next((f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
+            state.stopped = released or next(
+                (f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
             if state.stopped is not None:
                 state.stopped_mark = _stopped_earlier(state.stopped)
         state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
@@ -346,6 +359,15 @@ def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     bounded = BoundedAttributes(maxlen=None, attributes=attrs, immutable=True)
     bounded.dropped = dropped  # what the SDK dropped from the original still counts
     return bounded
+
+
+def _turn_limit_passed(state: _RunState, call: ToolCall) -> Optional[Finding]:
+    """The turn budget's stop, once a call of a turn beyond the last one allowed comes: the
+    call enforce mode denies first (the last turn's own calls run)."""
+    if state.turn_limit is None or call.turn is None or call.turn <= state.turn_limit[1]:
+        return None
+    found, state.turn_limit = state.turn_limit[0], None
+    return found
 
 
 def _stopped_earlier(stopped: Finding) -> Finding:

@@ -341,3 +341,16 @@ def test_agents_with_their_own_guards_are_judged_apart_in_one_trace() -> None:
     shared = make_guard(key=KEY)
     assert loop_then_escalate(shared, shared) == "deny"
     assert loop_then_escalate(make_guard(key=KEY), make_guard(key=KEY)) == "allow"
+
+
+def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_path: Any) -> None:
+    """max_turns is the last turn allowed: its parallel siblings run; the next turn does not."""
+    guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 3, max_tool_calls: null, max_seconds: null}\n")
+    actions = []
+    for turn in (1, 2, 3, 4):
+        for tool in ("a", "b"):
+            d = guard.check(tool, {"x": turn}, run_id="r", turn=turn)
+            actions.append(d.action)
+            if not d.denied:
+                guard.record(d, "ok", True, run_id="r")
+    assert actions == ["allow"] * 6 + ["deny", "deny"]

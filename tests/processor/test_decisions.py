@@ -309,3 +309,48 @@ def test_would_block_marks_the_calls_an_enforcing_guard_denies(stacks: Callable[
         else:
             guard.record(decision, result, not failed, run_id="r")
     assert marked == denied
+
+
+TURNS_POLICY = """
+version: diff-turns-1
+repeat: {warn_at: 2, stop_at: 3}
+budget: {max_turns: 4, max_tool_calls: null, max_seconds: null}
+"""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_with_model_spans_and_parallel_calls_the_marks_are_the_enforcing_guards_denials(
+        stacks: Callable[..., Stack], tmp_path: Path, seed: int) -> None:
+    """Turns from model spans (processor) and from the adapter's turn numbers (guard), with
+    parallel siblings: the turn budget's last turn runs whole, the next one is stopped."""
+    import random
+
+    from otel_loopguard.enforce import make_guard
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(TURNS_POLICY)
+    rnd = random.Random(seed)
+    turns = [[(rnd.choice("abc"), {"x": rnd.randint(0, 1)}) for _ in range(rnd.choice([1, 1, 2, 3]))]
+             for _ in range(rnd.randint(5, 9))]
+    stack = stacks(policy=str(path))
+    with stack.tracer.start_as_current_span("agent"):
+        for turn in turns:
+            emit(stack.tracer, captured("genai_chat"))  # the decision that requested the calls
+            for tool, args in turn:
+                attrs = dict(captured("genai_tool")["attributes"], **{
+                    "gen_ai.tool.name": tool, "gen_ai.tool.call.arguments": json.dumps(args),
+                    "gen_ai.tool.call.result": json.dumps({"r": f"{tool}{args['x']}"})})
+                emit(stack.tracer, {"name": f"execute_tool {tool}", "status": "OK"}, attributes=attrs)
+    marked = [i for i, s in enumerate(stack.tool_spans()) if any(e["loopguard.decision"] == "would_block"
+                                                                  for e in decisions(s))]
+    guard = make_guard(key=b"decisions-test-key-0123", policy=str(path))
+    denied, i = [], 0
+    for number, turn in enumerate(turns, start=1):
+        for tool, args in turn:
+            decision = guard.check(tool, args, run_id="r", turn=number)
+            if decision.denied:
+                denied.append(i)
+            else:
+                guard.record(decision, {"r": f"{tool}{args['x']}"}, True, run_id="r")
+            i += 1
+    assert marked == denied
