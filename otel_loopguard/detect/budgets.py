@@ -35,11 +35,14 @@ class BudgetDetector:
         self._cost = 0.0
         self._first_start: Optional[int] = None
         self._turn_stop: Optional[Finding] = None  # the turn limit's stop, once reached
+        self._last_turn: Optional[int] = None  # the turn that reached it: the last one allowed
+        self._turn_now: Optional[int] = None  # the turn of the call or decision observed last
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
         self._tool_calls += 1
         self._count_turn(call.turn)
+        self._turn_now = call.turn
         if call.start_ns and self._first_start is None:
             self._first_start = call.start_ns
         # Most calls are below every level at which a budget can fire: three comparisons.
@@ -74,13 +77,19 @@ class BudgetDetector:
         """Whether `f` is this budget's stop for reaching the turn limit."""
         return self._turn_stop is not None and f.severity == STOP and f.reason == self._turn_stop.reason
 
+    def refused(self, turn: Optional[int]) -> None:
+        """A call of another turn was refused: the last turn allowed is over for good."""
+        if turn is not None and turn != self._last_turn:
+            self._last_turn = None
+
     def in_last_turn(self, stop: Finding, turn: Optional[int]) -> bool:
         """Whether `stop` is this budget's turn limit, reached in the turn `turn` belongs to:
         that turn's other calls still run."""
-        return self.is_turn_limit(stop) and turn is not None and turn in self._seen_turns
+        return self.is_turn_limit(stop) and turn is not None and turn == self._last_turn
 
     def observe_model(self, model: ModelCall, last: Optional[ToolCall]) -> list[Finding]:
         self._count_turn(model.turn)
+        self._turn_now = model.turn
         price = self._policy.price_for(model.model)
         if price is not None:
             self._cost += (model.input_tokens * price.input + model.output_tokens * price.output) / 1e6
@@ -111,7 +120,7 @@ class BudgetDetector:
         calls = [call] if call is not None else []
         found = finding("budget", level, calls, reason, count=len(calls))
         if name == "turns" and level == STOP:
-            self._turn_stop = found
+            self._turn_stop, self._last_turn = found, self._turn_now
         return [found]
 
 

@@ -44,6 +44,7 @@ _STREAKS = frozenset({RepeatDetector, CycleDetector, ErrorStreakDetector, NoProg
                       ParallelDuplicateDetector})
 
 MAX_DISTINCT_ACTIONS = 16384
+_STOPPED_EARLIER = "the run was stopped earlier: "
 # Positions in DETECTORS, worked out once rather than searched for in every new run.
 _BUDGET = DETECTORS.index(BudgetDetector)
 _PREVIEWS = tuple(i for i, cls in enumerate(DETECTORS) if hasattr(cls, "preview"))
@@ -153,14 +154,15 @@ class Run:
         step = Step(call, decision, no_result, self.policy.rule(call.tool))
         out = [(level, d.kind, reason) for d in self._previews if (p := d.preview(step)) for level, reason in (p,)]
         if self.stopped is not None and not self._budget.in_last_turn(self.stopped, call.turn):
-            out.append(("stop", self.stopped.kind, f"the run was stopped earlier: {self.stopped.reason}"))
+            out.append(("stop", self.stopped.kind, f"{_STOPPED_EARLIER}{self.stopped.reason}"))
         return out
 
     def denied(self, call: ToolCall, kind: str, reason: str) -> None:
         """A guard refused `call` on a stop-level preview: the run is stopped from here on,
         as if the call had run and crossed the threshold (it never runs, so observe() never
         sees it; without this a pattern such as a cycle would resume at the next call)."""
-        if self.stopped is None:
+        self._budget.refused(call.turn)
+        if self._may_stop() and not reason.startswith(_STOPPED_EARLIER):  # else: stopped by that already
             f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
             self.stopped = f.stamped(self.run_id, self.policy.version)
 
@@ -177,6 +179,13 @@ class Run:
         if not found:
             return found  # most calls
         stamped = [f.stamped(self.run_id, self.policy.version) for f in found]
-        if self.stopped is None:
-            self.stopped = next((f for f in stamped if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
+        if self._may_stop():
+            stops = [f for f in stamped if f.severity == STOP and f.kind not in INTEGRITY_KINDS]
+            # Another stop ends the turn the turn limit still lets run: it takes the limit's place.
+            self.stopped = next((f for f in stops if not self._budget.is_turn_limit(f)), self.stopped or
+                                (stops[0] if stops else None))
         return stamped
+
+    def _may_stop(self) -> bool:
+        """No stop yet, or only the turn limit's, which still lets the rest of its turn run."""
+        return self.stopped is None or self._budget.is_turn_limit(self.stopped)

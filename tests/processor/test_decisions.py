@@ -315,6 +315,8 @@ TURNS_POLICY = """
 version: diff-turns-1
 repeat: {warn_at: 2, stop_at: 3}
 budget: {max_turns: 4, max_tool_calls: null, max_seconds: null}
+tools:
+  a: {max_calls: 3}
 """
 
 
