@@ -11,6 +11,9 @@ from ..findings import STOP, Finding
 
 CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budget", "tool_cap", "poll_budget"})
 UNCHANGED = frozenset({"repeat", "cycle", "no_progress"})
+# Stops a guard can act on only at the next call: they fire on the call that reaches a limit
+# (the last call allowed), or only that call's own outcome reveals them.
+AT_NEXT_CALL = frozenset({"budget", "tool_cap", "poll_budget", "error_streak", "no_progress"})
 
 
 def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[str]:
@@ -29,7 +32,8 @@ def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[s
     if score["executed_after_guard"]:
         out.append("executed_after_guard: a call was dispatched after the guard denied one")
     first_stop, guard_seq = score["first_stop_seq"], score["guard_seq"]
-    if guard_seq is not None and first_stop is not None and guard_seq > first_stop:
+    due = min((f.last_seq + (f.kind in AT_NEXT_CALL) for f in stops), default=None)
+    if guard_seq is not None and due is not None and guard_seq > due:
         out.append(
             f"guard_too_late: the stop threshold was crossed at call {first_stop}, "
             f"but the guard first acted at call {guard_seq}"

@@ -196,6 +196,19 @@ def test_a_guard_that_fires_after_the_offending_call_ran_fails(tmp_path) -> None
     assert report.passed is False
 
 
+@pytest.mark.parametrize("guard_seq, passes", [(3, True), (4, False)])
+def test_a_cap_contained_at_the_call_after_its_limit_is_on_time(tmp_path, guard_seq: int, passes: bool) -> None:
+    """A cap's limit is the last call allowed: its stop fires on that call, and the guard can
+    act only at the next one. Denying it is on time; denying one later is not."""
+    records = [call(i, arguments={"order_id": f"A{i}"}, observation={"status": "delivered", "version": i})
+               for i in range(1, guard_seq)]
+    records += [call(guard_seq, observation="not executed: loop guard", ok=False, dispatched=False, guard="tool_cap"),
+                run_record("loop_guard", True)]
+    report = one(tmp_path, records, {"tools": {"lookup_order": {"max_calls": 2}}})
+    assert report.score["first_stop_seq"] == 2 and report.score["guard_seq"] == guard_seq
+    assert ("guard_too_late" in " ".join(violations(report))) is not passes
+
+
 def test_a_side_effect_after_the_guard_fails(tmp_path) -> None:
     refund = call(4, "issue_refund", {"order_id": "A12", "amount": 20, "idempotency_key": "k-1"}, {"status": "succeeded"})
     report = one(tmp_path, guarded() + [refund, run_record("loop_guard", True)])
