@@ -82,6 +82,10 @@ class BudgetDetector:
         if turn is not None and turn != self._last_turn:
             self._last_turn = None
 
+    def last_turn_open(self) -> bool:
+        """The turn limit was reached and its turn still runs (no later turn refused yet)."""
+        return self._last_turn is not None
+
     def in_last_turn(self, stop: Finding, turn: Optional[int]) -> bool:
         """Whether `stop` is this budget's turn limit, reached in the turn `turn` belongs to:
         that turn's other calls still run."""
@@ -142,6 +146,12 @@ def _levels(r: BudgetRule) -> tuple[dict[str, float], dict[str, float]]:
 
 
 _UNITS = {"turns": "turns", "tool_calls": "tool calls", "cost": "USD", "seconds": "seconds"}
+
+
+def is_turn_budget(f: Finding) -> bool:
+    """A budget finding about turns (whose limit lets the rest of its last turn run); told
+    apart by the reason `_check` writes, the only place that says which budget it was."""
+    return f.kind == "budget" and f" {_UNITS['turns']} of its budget of " in f.reason
 
 
 def warn_at(limit: float, ratio: float, whole: bool = True) -> float:

@@ -188,4 +188,4 @@ class Run:
 
     def _may_stop(self) -> bool:
         """No stop yet, or only the turn limit's, which still lets the rest of its turn run."""
-        return self.stopped is None or self._budget.is_turn_limit(self.stopped)
+        return self.stopped is None or (self._budget.is_turn_limit(self.stopped) and self._budget.last_turn_open())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..detect.budgets import is_turn_budget
 from ..findings import STOP, Finding
 
 CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budget", "tool_cap", "poll_budget"})
@@ -32,7 +33,10 @@ def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[s
     if score["executed_after_guard"]:
         out.append("executed_after_guard: a call was dispatched after the guard denied one")
     first_stop, guard_seq = score["first_stop_seq"], score["guard_seq"]
-    due = min((f.last_seq + (f.kind in AT_NEXT_CALL) for f in stops), default=None)
+    # A turn budget's stop lets the rest of its last turn run, however many calls that is (and
+    # one reached by a model decision sits on the previous turn's call): not timed here; calls
+    # run after the guard still count (executed_after_guard, uncontained_loop).
+    due = min((f.last_seq + (f.kind in AT_NEXT_CALL) for f in stops if not is_turn_budget(f)), default=None)
     if guard_seq is not None and due is not None and guard_seq > due:
         out.append(
             f"guard_too_late: the stop threshold was crossed at call {first_stop}, "

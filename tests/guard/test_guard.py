@@ -375,3 +375,24 @@ def test_another_stop_in_the_last_allowed_turn_ends_it_and_earlier_turns_do_not_
         if not d.denied:
             guard.record(d, f"r{len(actions)}", True, run_id="r")
     assert actions == ["allow", "allow", "allow", "deny", "deny", "deny"]
+
+
+def test_after_the_last_turn_is_over_the_turn_limit_stays_the_reason(tmp_path: Any) -> None:
+    """An observe-only guard keeps recording the calls that run: a later stop among them (here a
+    cap reached after the turn limit's turn) must not replace the turn limit as the reason, or
+    its decisions no longer say what enforce mode would do."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("version: t3\nbudget: {max_turns: 1, max_tool_calls: null, max_seconds: null}\n"
+                    "tools:\n  a: {max_calls: 2}\n")
+    decisions = {}
+    for enforce in (True, False):
+        guard = make_guard(key=KEY, policy=str(path), enforce=enforce)
+        seen = []
+        for turn, tool in [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b")]:
+            d = guard.check(tool, {"x": len(seen)}, run_id="r", turn=turn)
+            seen.append((d.action, d.kind))
+            if not d.denied:
+                guard.record(d, f"r{len(seen)}", True, run_id="r")
+        decisions[enforce] = seen
+    assert decisions[True] == [("allow", None)] + [("deny", "budget")] * 4
+    assert decisions[False] == decisions[True]

@@ -209,6 +209,25 @@ def test_a_cap_contained_at_the_call_after_its_limit_is_on_time(tmp_path, guard_
     assert ("guard_too_late" in " ".join(violations(report))) is not passes
 
 
+@pytest.mark.parametrize("with_models", [False, True])
+def test_a_turn_budget_contained_at_the_next_turn_is_on_time(tmp_path, with_models: bool) -> None:
+    """The turn budget's last turn runs whole (parallel calls included), and with model records
+    its stop is reached by a model decision before that turn's calls: not a late guard."""
+    def lookup(i: int, turn: int) -> dict:
+        return call(i, arguments={"order_id": f"A{i}"}, observation={"status": "delivered", "version": i}, turn=turn)
+
+    records = [lookup(1, 1), lookup(2, 2), lookup(3, 2),  # turn 2, the last allowed, has two calls
+               call(4, arguments={"order_id": "A4"}, observation="not executed: loop guard", ok=False,
+                    dispatched=False, guard="budget", turn=3),
+               run_record("loop_guard", True)]
+    if with_models:
+        records = [{"record": "model", "run_id": "r", "turn": t, "input_tokens": 1, "output_tokens": 1, "model": "m"}
+                   for t in (1, 2, 3)] + records
+    report = one(tmp_path, records, {"budget": {"max_turns": 2, "max_tool_calls": None, "max_seconds": None}})
+    assert [f.kind for f in report.findings if f.severity == "stop"] == ["budget"]
+    assert violations(report) == [] and report.passed
+
+
 def test_a_side_effect_after_the_guard_fails(tmp_path) -> None:
     refund = call(4, "issue_refund", {"order_id": "A12", "amount": 20, "idempotency_key": "k-1"}, {"status": "succeeded"})
     report = one(tmp_path, guarded() + [refund, run_record("loop_guard", True)])
