@@ -34,8 +34,7 @@ class BudgetDetector:
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
         self._cost = 0.0
         self._first_start: Optional[int] = None
-        self._turn_stop: Optional[Finding] = None  # the turn limit's stop, once reached
-        self._last_turn: Optional[int] = None  # the turn that reached it: the last one allowed
+        self._last_turn: Optional[int] = None  # the turn that reached the turn limit: the last allowed
         self._turn_now: Optional[int] = None  # the turn of the call or decision observed last
 
     def observe(self, step: Step) -> list[Finding]:
@@ -75,7 +74,7 @@ class BudgetDetector:
 
     def is_turn_limit(self, f: Finding) -> bool:
         """Whether `f` is this budget's stop for reaching the turn limit."""
-        return self._turn_stop is not None and f.severity == STOP and f.reason == self._turn_stop.reason
+        return f.severity == STOP and is_turn_budget(f)
 
     def refused(self, turn: Optional[int]) -> None:
         """A call of another turn was refused: the last turn allowed is over for good."""
@@ -124,7 +123,7 @@ class BudgetDetector:
         calls = [call] if call is not None else []
         found = finding("budget", level, calls, reason, count=len(calls))
         if name == "turns" and level == STOP:
-            self._turn_stop, self._last_turn = found, self._turn_now
+            self._last_turn = self._turn_now
         return [found]
 
 

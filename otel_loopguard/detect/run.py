@@ -44,7 +44,7 @@ _STREAKS = frozenset({RepeatDetector, CycleDetector, ErrorStreakDetector, NoProg
                       ParallelDuplicateDetector})
 
 MAX_DISTINCT_ACTIONS = 16384
-_STOPPED_EARLIER = "the run was stopped earlier: "
+STOPPED_EARLIER = "the run was stopped earlier: "
 # Positions in DETECTORS, worked out once rather than searched for in every new run.
 _BUDGET = DETECTORS.index(BudgetDetector)
 _PREVIEWS = tuple(i for i, cls in enumerate(DETECTORS) if hasattr(cls, "preview"))
@@ -154,7 +154,7 @@ class Run:
         step = Step(call, decision, no_result, self.policy.rule(call.tool))
         out = [(level, d.kind, reason) for d in self._previews if (p := d.preview(step)) for level, reason in (p,)]
         if self.stopped is not None and not self._budget.in_last_turn(self.stopped, call.turn):
-            out.append(("stop", self.stopped.kind, f"{_STOPPED_EARLIER}{self.stopped.reason}"))
+            out.append(("stop", self.stopped.kind, f"{STOPPED_EARLIER}{self.stopped.reason}"))
         return out
 
     def denied(self, call: ToolCall, kind: str, reason: str) -> None:
@@ -162,7 +162,7 @@ class Run:
         as if the call had run and crossed the threshold (it never runs, so observe() never
         sees it; without this a pattern such as a cycle would resume at the next call)."""
         self._budget.refused(call.turn)
-        if self._may_stop() and not reason.startswith(_STOPPED_EARLIER):  # else: stopped by that already
+        if self._may_stop() and not reason.startswith(STOPPED_EARLIER):  # else: stopped by that already
             f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
             self.stopped = f.stamped(self.run_id, self.policy.version)
 

@@ -83,12 +83,13 @@ class Guard:
             )
             already_stopped = state.run.stopped is not None
             verdicts = state.run.preview(proposed)
-            enforced = self._enforce and self._enforced(tool)
+            tool_enforced = self._enforced(tool)
+            enforced = self._enforce and tool_enforced
             # A stopped run says so (its last verdict), rather than repeating the stale count
             # of the pattern that stopped it: the denied calls never ran, so it never grows.
             stops = [v for v in verdicts if v[0] == "stop"]
             stop = (stops[-1] if already_stopped else stops[0]) if stops else None
-            if stop is not None and self._enforced(tool):
+            if stop is not None and tool_enforced:
                 # An observe-only guard stops the run too: its decisions say what enforce mode
                 # would do, and enforce mode would deny every later call.
                 state.run.denied(proposed, stop[1], stop[2])

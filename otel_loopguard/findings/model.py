@@ -26,6 +26,10 @@ KINDS = (
 )
 # Integrity kinds describe the telemetry, not the agent: they never stop a run.
 INTEGRITY_KINDS = frozenset({"incomplete_trace", "telemetry_duplicate", "integrity_conflict"})
+# Stops a guard can act on only at the next call: they fire on the call that reaches a limit
+# (the last call allowed), or only that call's own outcome reveals them (errors, nothing new,
+# a poll without a terminal state).
+AT_NEXT_CALL_KINDS = frozenset({"budget", "tool_cap", "poll_budget", "error_streak", "no_progress"})
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
-from ..findings import INTEGRITY_KINDS, STOP, WARN, Finding
+from ..detect.run import STOPPED_EARLIER
+from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, STOP, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
 from .config import ProcessorConfig
 
@@ -38,10 +39,6 @@ MARKERS = tuple(dict.fromkeys([c.marker for c in TOOL_CONVENTIONS] + [c.marker f
 RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments, *c.result)) | {"output.value", "input.value"}
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
-# Stops the guard cannot see before the call runs: limits that fire on the call reaching them,
-# and patterns its own result completes (errors, nothing new, a poll without a terminal
-# state). Enforce mode lets that call run and denies the next, so would_block marks the next.
-_AT_NEXT_CALL = frozenset({"tool_cap", "budget", "poll_budget", "error_streak", "no_progress"})
 MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
 MAX_SCOPED_SPANS = 100_000  # open spans whose agent scope is remembered (agent_scopes only)
 # Spans that start an agent's scope, by convention (marker attribute -> values).
@@ -89,8 +86,8 @@ class _RunState:
         self.models_forgotten = 0  # older model spans no longer in model_ends
         self.reserved: dict[int, int] = {}  # span id -> seq taken when the span started
         self.budget_findings: list[Finding] = []
-        # The first stop a tool call brought, as the guard sees it (it never sees model
-        # spans, so a cost or turn budget crossed there does not stop its run).
+        # The first stop as the guard sees it: one a tool call brought, or the turn limit once a
+        # later turn begins (the guard sees no model spans, so a cost budget stops nothing).
         self.stopped: Optional[Finding] = None
         self.stopped_mark: Optional[Finding] = None  # what every call after the stop is marked with
         # The turn budget's stop and the last turn it allows: marks the first call of a later turn.
@@ -237,17 +234,18 @@ class Tagger:
     @staticmethod
     def _observe(state: _RunState, call: ToolCall) -> list[Finding]:
         # Budget findings from model spans surface on the next tool call's span. So do the
-        # stops of caps and budgets: they fire on the call that reaches the limit, which
-        # enforce mode lets run, denying the next one; would_block marks that next call.
+        # stops the guard can act on only at the next call (AT_NEXT_CALL_KINDS), and the turn
+        # limit at the first call of a later turn: would_block marks the call enforce denies.
         pending = state.budget_findings
         stopped = state.stopped  # by an earlier call: enforce mode denies every call after it
         released = _turn_limit_passed(state, call)
         new = state.run.observe(call)
         if not new and not pending and stopped is None and released is None:
             return new  # the usual call: nothing found, nothing waiting
-        if new and any(state.run.is_turn_limit(f) for f in new):  # reached by this call's turn
-            state.turn_limit = next((f, call.turn or 0) for f in new if state.run.is_turn_limit(f))
-            new = [f for f in new if not state.run.is_turn_limit(f)]
+        limits = [f for f in new if state.run.is_turn_limit(f)]
+        if limits:  # reached by this call's turn: held until a later turn begins
+            state.turn_limit = (limits[0], call.turn or 0)
+            new = [f for f in new if f not in limits]
         if released is not None:
             pending = pending + [released]
         if stopped is None:
@@ -255,10 +253,11 @@ class Tagger:
                 (f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
             if state.stopped is not None:
                 state.stopped_mark = _stopped_earlier(state.stopped)
-        state.budget_findings = [f for f in new if f.severity == STOP and f.kind in _AT_NEXT_CALL]
-        out = pending + [f for f in new if not (f.severity == STOP and f.kind in _AT_NEXT_CALL)]
-        if state.stopped_mark is not None and stopped is not None and not any(f.severity == STOP for f in out):
-            out.append(state.stopped_mark)
+        state.budget_findings = [f for f in new if f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS]
+        out = pending + [f for f in new if not (f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS)]
+        mark = state.stopped_mark if stopped is not None else None
+        if mark is not None and not any(f.severity == STOP for f in out):
+            out.append(mark)
         return out
 
     def at_fork_reinit(self) -> None:
@@ -376,7 +375,7 @@ def _stopped_earlier(stopped: Finding) -> Finding:
     One per run (a looping run may go on for thousands of calls), with only what the decision
     event shows: kind, severity, reason, policy version."""
     return Finding(stopped.kind, STOP, stopped.first_seq, stopped.last_seq, stopped.count, (), (),
-                   f"the run was stopped earlier: {stopped.reason}", stopped.tool, None,
+                   f"{STOPPED_EARLIER}{stopped.reason}", stopped.tool, None,
                    stopped.run_id, stopped.policy_version)
 
 

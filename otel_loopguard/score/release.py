@@ -8,13 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..detect.budgets import is_turn_budget
-from ..findings import STOP, Finding
+from ..findings import AT_NEXT_CALL_KINDS, STOP, Finding
 
 CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budget", "tool_cap", "poll_budget"})
 UNCHANGED = frozenset({"repeat", "cycle", "no_progress"})
-# Stops a guard can act on only at the next call: they fire on the call that reaches a limit
-# (the last call allowed), or only that call's own outcome reveals them.
-AT_NEXT_CALL = frozenset({"budget", "tool_cap", "poll_budget", "error_streak", "no_progress"})
 
 
 def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[str]:
@@ -36,7 +33,7 @@ def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[s
     # A turn budget's stop lets the rest of its last turn run, however many calls that is (and
     # one reached by a model decision sits on the previous turn's call): not timed here; calls
     # run after the guard still count (executed_after_guard, uncontained_loop).
-    due = min((f.last_seq + (f.kind in AT_NEXT_CALL) for f in stops if not is_turn_budget(f)), default=None)
+    due = min((f.last_seq + (f.kind in AT_NEXT_CALL_KINDS) for f in stops if not is_turn_budget(f)), default=None)
     if guard_seq is not None and due is not None and guard_seq > due:
         out.append(
             f"guard_too_late: the stop threshold was crossed at call {first_stop}, "
