@@ -7,7 +7,6 @@ the Collector's file exporter writes), and serialized OTLP protobuf
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -18,7 +17,7 @@ from ..errors import InputError
 from ..otlp.json_format import OtlpJsonError, request_from_json
 from ..otlp.spans import SpanCollector
 from ..score import RunInput
-from .ndjson import read_ndjson
+from .ndjson import parse_json, read_ndjson
 from .runs import RunBuilder
 
 PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
@@ -82,11 +81,11 @@ def _is_otlp_json(text: str, first: str) -> bool:
 def _otlp_json(path: Path, text: str) -> list[ExportTraceServiceRequest]:
     """One JSON document, or one request per line (the Collector's file exporter)."""
     try:
-        documents: list[Any] = [_json(path, 0, text)]
+        documents: list[Any] = [parse_json(path, 0, text)]
     except InputError:
         if text.lstrip().split("\n", 1)[0].strip() == "{":
             raise  # a pretty-printed document: its own error says where it breaks
-        documents = [_json(path, number, line) for number, line in enumerate(text.splitlines(), start=1)
+        documents = [parse_json(path, number, line) for number, line in enumerate(text.splitlines(), start=1)
                      if line.strip()]
     out = []
     for i, doc in enumerate(documents, start=1):
@@ -98,16 +97,6 @@ def _otlp_json(path: Path, text: str) -> list[ExportTraceServiceRequest]:
             raise InputError(f"{path}: OTLP/JSON request {i} is nested too deeply to read") from None
     return out
 
-
-def _json(path: Path, number: int, text: str) -> Any:
-    """`number` 0: the whole file."""
-    where = f"{path}:{number}" if number else str(path)
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise InputError(f"{where}: JSON nested too deeply to read") from None
 
 
 def _protobuf(path: Path, data: bytes) -> ExportTraceServiceRequest:

@@ -50,16 +50,22 @@ def _is_bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
+def parse_json(path: Path, number: int, text: str) -> Any:
+    """JSON text of a file (`number` 0) or of its line `number`; errors say where."""
+    where = f"{path}:{number}" if number else str(path)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{where}: JSON nested too deeply to read") from None
+
+
 def read_ndjson(path: Path, text: str, runs: RunBuilder) -> None:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except ValueError as exc:
-            raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
-        except RecursionError:
-            raise InputError(f"{path}:{number}: JSON nested too deeply to read") from None
+        record = parse_json(path, number, raw)
         if not isinstance(record, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         _read_line(_Line(path, number, record), path, runs)

@@ -34,11 +34,11 @@ def make_guard(*, policy: Optional[str | os.PathLike[str]] = None, key: Optional
 
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
     if policy is None:
-        policy = os.environ.get(POLICY_ENV, "").strip() or None  # read as install() reads it
+        from ..processor.config import resolve  # the variables read exactly as install() reads them
+
+        policy = resolve({}).policy
     return ToolGuard(Fingerprinter(digest_key, load_policy(policy)), enforce=enforce)
 
-
-POLICY_ENV = "OTEL_LOOPGUARD_POLICY"  # as install() reads it (processor/config.py)
 
 
 __all__ = ["ALLOW", "DENY", "WARN", "Decision", "Guard", "ToolGuard", "current_run_id", "guarded",
