@@ -1,7 +1,8 @@
 """The OpenTelemetry Collector configuration keys our configs may use, as documented upstream.
 
-The Collector binary cannot be run here, so `collector_config/*.yaml` is checked against this
-schema instead (tests/collector/test_configs.py). It is deliberately SMALL: only the components
+The real Collector (scripts/otelcol.sh) validates and runs the configs in
+tests/collector/test_pipelines.py; this schema is the check that needs no Go
+(tests/collector/test_configs.py). It is deliberately SMALL: only the components
 the project's configs use, and for each only keys found in the component's own documentation,
 its config schema (`config.schema.yaml`, generated from the Go structs) or its test data. A key
 that is not here is an error, even if some Collector release accepts it: add it here, with the
@@ -30,6 +31,8 @@ github.com/open-telemetry/opentelemetry-collector-contrib):
   the README note on https://pkg.go.dev/github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter
   (v0.154.0).
 - service.telemetry: https://opentelemetry.io/docs/collector/internal-telemetry/ .
+- health_check extension: contrib extension/healthcheckextension/README.md; file_storage
+  extension: contrib extension/storage/filestorage/README.md (both also run by the tests).
 """
 
 from __future__ import annotations
@@ -225,7 +228,13 @@ EXPORTERS: dict[str, Map] = {
 }
 LOADBALANCING_TYPES = frozenset({"loadbalancing", "load_balancing"})
 CONNECTORS: dict[str, Map] = {}
-EXTENSIONS: dict[str, Map] = {}
+# contrib extension/healthcheckextension/README.md; extension/storage/filestorage/README.md.
+EXTENSIONS: dict[str, Map] = {
+    "health_check": Map({"endpoint": ANY, "path": ANY, "response_body": ANY, "check_collector_pipeline": ANY,
+                         "tls": TLS_SERVER}),
+    "file_storage": Map({"directory": ANY, "timeout": ANY, "create_directory": ANY, "directory_permissions": ANY,
+                         "fsync": ANY, "compaction": Map(free=True)}),
+}
 
 # -- service ---------------------------------------------------------------------------------
 

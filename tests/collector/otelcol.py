@@ -1,0 +1,138 @@
+"""The real OpenTelemetry Collector in tests: the build, a config with its placeholders filled, a process.
+
+The binary is the one `scripts/otelcol.sh` builds from `collector_config/builder.yaml`. The
+configurations are the shipped files, loaded as they are; only what their comments mark
+EDIT (endpoints, replica lists, the storage directory) and the listening addresses are
+replaced, all with 127.0.0.1 addresses and free ports. Nothing else is touched, so a test that
+passes here ran the file users copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import pytest
+import yaml
+
+from live import ROOT, child_env, free_port, stop, tail, wait_until
+
+CONFIG_DIR = ROOT / "collector_config"
+MANIFEST = CONFIG_DIR / "builder.yaml"
+CONFIGS = sorted(p for p in CONFIG_DIR.glob("*.yaml") if p != MANIFEST)
+_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def binary() -> str:
+    """Path of the built Collector; on CI a missing build fails, elsewhere it skips saying why."""
+    found = subprocess.run(["bash", str(ROOT / "scripts" / "otelcol.sh"), "--path"], capture_output=True, text=True)
+    if found.returncode == 0:
+        return found.stdout.strip()
+    if shutil.which("go") is None:
+        why = ("the Collector tests need Go to build the Collector: install it (Debian: apt-get install golang-go), "
+               "then run bash scripts/otelcol.sh")
+    else:
+        why = "the Collector is not built yet: run bash scripts/otelcol.sh (scripts/test.sh does)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+@dataclass
+class Filled:
+    """A shipped configuration with loopback addresses: the document and the ports it listens on."""
+
+    doc: dict[str, Any]
+    ports: dict[str, int] = field(default_factory=dict)  # receiver id -> gRPC port; "health", "metrics"
+
+    def write(self, path: Path) -> Path:
+        path.write_text(yaml.safe_dump(self.doc, sort_keys=False), encoding="utf-8")
+        return path
+
+
+def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional[Path] = None) -> Filled:
+    """Load collector_config/<name> and point it at this machine's test processes."""
+    doc = yaml.safe_load((CONFIG_DIR / name).read_text(encoding="utf-8"))
+    filled = Filled(doc)
+    for rid, receiver in doc.get("receivers", {}).items():
+        for proto, settings in receiver["protocols"].items():
+            port = free_port()
+            settings["endpoint"] = f"127.0.0.1:{port}"
+            if proto == "grpc":
+                filled.ports[rid] = port
+    for eid, exporter in doc.get("exporters", {}).items():
+        _point_exporter(eid, exporter, backend, loopguard)
+    for xid, extension in (doc.get("extensions") or {}).items():
+        if xid.split("/")[0] == "health_check":
+            filled.ports["health"] = free_port()
+            extension["endpoint"] = f"127.0.0.1:{filled.ports['health']}"
+        elif xid.split("/")[0] == "file_storage":
+            assert storage is not None, f"{name} persists its queues: give fill() a storage directory"
+            extension["directory"] = str(storage)
+    for reader in doc["service"].get("telemetry", {}).get("metrics", {}).get("readers", []):
+        prometheus = reader["pull"]["exporter"]["prometheus"]
+        filled.ports["metrics"] = free_port()
+        prometheus.update(host="127.0.0.1", port=filled.ports["metrics"])
+    return filled
+
+
+def _point_exporter(eid: str, exporter: dict[str, Any], backend: str, loopguard: Sequence[str]) -> None:
+    kind, _, name = eid.partition("/")
+    if kind in ("loadbalancing", "load_balancing"):
+        resolver = exporter["resolver"]
+        if "static" in resolver:
+            resolver["static"]["hostnames"] = list(loopguard)
+        else:  # dns: one name for every replica; here the address itself, all replicas on one port
+            host, _, port = loopguard[0].rpartition(":")
+            resolver["dns"].update(hostname=host, port=port)
+    elif kind in ("otlp", "otlp_grpc"):
+        exporter["endpoint"] = loopguard[0] if name.startswith("loopguard") else backend
+
+
+def validate(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([binary(), "validate", "--config", str(path)], capture_output=True, text=True, timeout=60)
+
+
+@dataclass
+class Collector:
+    """One Collector process running a filled configuration."""
+
+    filled: Filled
+    workdir: Path
+    proc: Optional[subprocess.Popen] = None
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "otelcol.log"
+
+    def port(self, receiver_id: str) -> int:
+        return self.filled.ports[receiver_id]
+
+    def start(self, timeout: float = 60) -> "Collector":
+        config = self.filled.write(self.workdir / "otelcol.yaml")
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen([binary(), "--config", str(config)], cwd=self.workdir, env=child_env(),
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        wait_until(self._ready, timeout, "the Collector never became ready", explain=lambda: tail(self.log))
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, f"the Collector exited:\n{tail(self.log)}"
+        try:
+            with _HTTP.open(f"http://127.0.0.1:{self.filled.ports['health']}/", timeout=2) as reply:
+                return reply.status == 200
+        except OSError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM) -> Optional[int]:
+        return stop(self.proc, first=sig) if self.proc is not None else None
+
+    def metrics(self) -> str:
+        with _HTTP.open(f"http://127.0.0.1:{self.filled.ports['metrics']}/metrics", timeout=5) as reply:
+            return reply.read().decode()

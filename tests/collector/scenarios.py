@@ -1,0 +1,338 @@
+"""Pipelines of real processes on loopback: app -> Collector -> otel-loopguard -> backend.
+
+Each scenario starts the shipped Collector configuration (otelcol.fill: placeholders only),
+`otel-loopguard serve` processes, the counting backend and, where the scenario is about what
+users run, the agent app in its own process (app.py: `install()` and the SDK's default
+exporter). It returns what it counted, so tests assert on it and bench/bench_collector.py
+prints it for docs/deployment.md.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import grpc
+
+from live import ROOT, ReceiverProcess, child_env, free_port, tail, wait_until
+
+from .backend import CountingBackend, Stored
+from .otelcol import Collector, fill
+
+APP = Path(__file__).resolve().parent / "app.py"
+KEY = "collector-tests-key-0123456789abcdef"  # one digest key for the app and every receiver
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def receiver_env(findings_to: Optional[int] = None) -> dict[str, str]:
+    env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")), OTEL_LOOPGUARD_KEY=KEY)
+    if findings_to is not None:
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{findings_to}"
+    return env
+
+
+def receivers(n: int, logdir: Path, args: Sequence[str], findings_to: Optional[int] = None) -> list[ReceiverProcess]:
+    """n receivers with a metrics endpoint each (not started: the Collector config needs their addresses first)."""
+    return [ReceiverProcess([*args, "--metrics-listen", f"127.0.0.1:{free_port()}", "--root-grace-seconds", "1"],
+                            receiver_env(findings_to), logdir) for _ in range(n)]
+
+
+# -- the app ------------------------------------------------------------------------------
+
+
+@dataclass
+class App:
+    proc: subprocess.Popen
+    out: Path
+    log: Path
+
+    def result(self, timeout: float = 120) -> dict[str, Any]:
+        assert self.proc.wait(timeout) == 0, f"the app failed:\n{tail(self.log)}"
+        return json.loads(self.out.read_text())
+
+
+def start_app(collector_port: int, workdir: Path, *, runs: int, rate: float, conversations: bool = False) -> App:
+    out, log = workdir / "app.json", workdir / "app.log"
+    env = child_env(lambda k: k.startswith("OTEL_"), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector_port}",
+                    OTEL_SERVICE_NAME="collector-test-app", OTEL_LOOPGUARD_KEY=KEY)
+    command = [sys.executable, str(APP), "--out", str(out), "--runs", str(runs), "--rate", str(rate)]
+    with log.open("w") as err:
+        proc = subprocess.Popen(command + (["--conversations"] if conversations else []), cwd=ROOT, env=env,
+                                stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
+    return App(proc, out, log)
+
+
+def created(result: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(t, s) for t, spans in result["spans"].items() for s in spans}
+
+
+def send_raw(port: int, payloads: Sequence[bytes]) -> None:
+    """Serialized ExportTraceServiceRequests to an OTLP/gRPC endpoint, as they are."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.enable_http_proxy", 0)]) as channel:
+        export = channel.unary_unary(EXPORT)
+        for data in payloads:
+            export(data, timeout=30, wait_for_ready=True)
+
+
+# -- what the backend got -----------------------------------------------------------------
+
+
+@dataclass
+class Delivery:
+    """Spans the app created against what the backend stored, and what was found."""
+
+    created: int
+    unique: int
+    lost: int
+    duplicated: int
+    loops: int
+    loops_stopped: int
+    loops_incomplete: int
+    healthy_flagged: int
+    summaries: int
+    unjudged: int  # runs that never got a summary (no loopguard.run span)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k != "extra"}, **self.extra}
+
+
+def run_id(s: Stored) -> str:
+    return str(s.attributes.get("loopguard.run.id", s.trace_id))
+
+
+def by_run(stored: Sequence[Stored]) -> dict[str, list[Stored]]:
+    out: dict[str, list[Stored]] = {}
+    for s in stored:
+        out.setdefault(run_id(s), []).append(s)
+    return out
+
+
+def delivery(backend: CountingBackend, result: dict[str, Any]) -> Delivery:
+    counts = backend.app_counts()
+    spans = created(result)
+    _, findings, summaries = backend.snapshot()
+    found = by_run(findings)
+
+    def stopped(run: str) -> bool:
+        return any(f.kind == "repeat" and f.severity == "stop" for f in found.get(run, []))
+
+    def incomplete(run: str) -> bool:
+        return any(f.kind == "incomplete_trace" for f in found.get(run, []))
+
+    loops, healthy = result["loops"], result["healthy"]
+    return Delivery(
+        created=len(spans),
+        unique=len(spans & set(counts)),
+        lost=len(spans - set(counts)),
+        duplicated=sum(n - 1 for k, n in counts.items() if k in spans),
+        loops=len(loops),
+        loops_stopped=sum(stopped(r) for r in loops),
+        loops_incomplete=sum(incomplete(r) and not stopped(r) for r in loops),
+        healthy_flagged=sum(any(f.severity in ("warn", "stop") for f in found.get(r, [])) for r in healthy),
+        summaries=len(summaries),
+        unjudged=len((set(loops) | set(healthy)) - set(by_run(summaries))),
+    )
+
+
+def wait_delivered(backend: CountingBackend, result: dict[str, Any], timeout: float, *, quiet: float = 12.0,
+                   explain: Callable[[], str] = lambda: "") -> Delivery:
+    """Until every created span is stored (or fail saying what is missing), then until every run has a
+    summary or none has come for `quiet` seconds (more than the receivers' gap wait): a run that a
+    crash cut may never get one, and that is counted (`unjudged`), not waited for."""
+    spans = created(result)
+    runs = set(result["loops"]) | set(result["healthy"])
+
+    def missing() -> str:
+        return f"{delivery(backend, result).row()}\n{explain()}"
+
+    wait_until(lambda: spans <= set(backend.app_counts()), timeout, "the backend did not get every span",
+               every=0.5, explain=missing)
+    last, since = -1, time.monotonic()
+    while not runs <= set(by_run(backend.snapshot()[2])) and time.monotonic() - since < quiet:
+        now = len(backend.snapshot()[2])
+        last, since = (now, time.monotonic()) if now != last else (last, since)
+        time.sleep(0.5)
+    time.sleep(1.0)  # anything delivered twice has arrived by now
+    return delivery(backend, result)
+
+
+# -- the layouts ----------------------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    collector: Collector
+    receivers: list[ReceiverProcess]
+    backend: CountingBackend
+
+    def explain(self) -> str:
+        return "\n".join([f"collector log:\n{tail(self.collector.log, 25)}",
+                          *(f"receiver {r.port}:\n{tail(r.stderr, 15)}" for r in self.receivers)])
+
+    def stop(self) -> None:
+        for r in self.receivers:
+            r.stop()
+        self.collector.stop()
+        self.backend.down()
+
+
+def fanout(workdir: Path) -> Layout:
+    """fanout.yaml: the Collector sends every span to the backend and a copy to a --findings-only receiver."""
+    backend = CountingBackend()
+    (lg,) = receivers(1, workdir, ["--findings-only"])
+    filled = fill("fanout.yaml", backend=backend.address, loopguard=[lg.address])
+    lg.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{filled.ports['otlp/findings']}"
+    return Layout(Collector(filled, workdir).start(), [lg.start()], backend)
+
+
+def inline(workdir: Path) -> Layout:
+    """inline-with-collector.yaml: Collector -> receiver --forward -> Collector -> backend, queues on disk."""
+    backend = CountingBackend()
+    (lg,) = receivers(1, workdir, [])
+    storage = workdir / "file_storage"
+    filled = fill("inline-with-collector.yaml", backend=backend.address, loopguard=[lg.address], storage=storage)
+    lg.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", *lg.args]
+    return Layout(Collector(filled, workdir).start(), [lg.start()], backend)
+
+
+def sharded(workdir: Path, config: str = "sharded.yaml", replicas: int = 2, args: Sequence[str] = ()) -> Layout:
+    """A load-balancing config over `replicas` --findings-only receivers; findings come back to the Collector."""
+    backend = CountingBackend()
+    shards = receivers(replicas, workdir, ["--findings-only", *args])
+    filled = fill(config, backend=backend.address, loopguard=[r.address for r in shards])
+    for r in shards:
+        r.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{filled.ports['otlp/findings']}"
+    return Layout(Collector(filled, workdir).start(), [r.start() for r in shards], backend)
+
+
+def spans_received(receiver: ReceiverProcess) -> float:
+    """The receiver's otel_loopguard_spans_received_total (its --metrics-listen endpoint)."""
+    import urllib.request
+
+    port = receiver.args[list(receiver.args).index("--metrics-listen") + 1].rpartition(":")[2]
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith("otel_loopguard_spans_received_total"):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def finding_set(stored: Sequence[Stored]) -> Counter[tuple[Any, ...]]:
+    return Counter(s.same_finding() for s in stored)
+
+
+def summary_set(stored: Sequence[Stored]) -> Counter[tuple[Any, ...]]:
+    def frozen(v: Any) -> Any:
+        return tuple(v) if isinstance(v, list) else v
+
+    return Counter((s.trace_id, s.parent_id, s.name, tuple(sorted((k, frozen(v)) for k, v in s.attributes.items())))
+                   for s in stored)
+
+
+def signal_at(proc_getter: Callable[[], Any], when: float, sig: int) -> None:
+    """Sleep until `when` (monotonic), then send `sig` to the process."""
+    time.sleep(max(0.0, when - time.monotonic()))
+    proc = proc_getter()
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(sig)
+
+
+
+def bench_mix(copies: int, synthetic_runs: int) -> list[bytes]:
+    """Requests from bench/bench_receiver.py: the recorded real captures (`copies` times each under fresh
+    ids) and `synthetic_runs` GenAI agent runs without processor tags, one in five of them looping."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_receiver", ROOT / "bench" / "bench_receiver.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [*module.recorded_requests(copies), *module.requests_for(synthetic_runs, tagged=False)]
+
+
+def trace_ids(payloads: Sequence[bytes]) -> set[str]:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return {s.trace_id.hex() for data in payloads for rs in ExportTraceServiceRequest.FromString(data).resource_spans
+            for ss in rs.scope_spans for s in ss.spans}
+
+
+def judged_by_one(workdir: Path, payloads: Sequence[bytes], traces: int) -> CountingBackend:
+    """The reference: one receiver given the payloads directly; its findings land in a backend of their own."""
+    backend = CountingBackend()
+    (lg,) = receivers(1, workdir, ["--findings-only"], findings_to=backend.port)
+    lg.start()
+    try:
+        send_raw(lg.port, payloads)
+        wait_until(lambda: len(backend.snapshot()[2]) >= traces, 60, "the single receiver did not judge every run",
+                   explain=lambda: tail(lg.stderr))
+        time.sleep(1.0)
+    finally:
+        lg.stop()
+    return backend
+
+
+# -- scenarios with failures ----------------------------------------------------------------
+
+
+def _restart(receiver: ReceiverProcess, sig: int) -> float:
+    """Stop a receiver with `sig` and start it again on its port; returns the seconds it was away."""
+    t0 = time.monotonic()
+    receiver.stop(sig)
+    receiver.start()
+    return time.monotonic() - t0
+
+
+def shard_restart(workdir: Path, *, runs: int = 300, rate: float = 20, at: float = 5.0) -> Delivery:
+    """sharded.yaml, two replicas; replica 1 restarted (SIGTERM) `at` seconds into the app's traffic."""
+    layout = sharded(workdir)
+    try:
+        app = start_app(layout.collector.port("otlp"), workdir, runs=runs, rate=rate)
+        time.sleep(at)
+        away = _restart(layout.receivers[1], signal.SIGTERM)
+        result = app.result()
+        d = wait_delivered(layout.backend, result, 120, explain=layout.explain)
+        d.extra.update(restart_seconds=round(away, 1), runs_split=_split_runs(layout.backend))
+        return d
+    finally:
+        layout.stop()
+
+
+def store_and_forward(workdir: Path, *, runs: int = 1000, rate: float = 20, outage: tuple[float, float] = (2, 32),
+                      term_at: float = 35, kill_at: float = 42) -> Delivery:
+    """inline-with-collector.yaml (queues on disk): a backend outage, then the receiver SIGTERMed and
+    restarted, then SIGKILLed and restarted, all while the app sends; then everything drains."""
+    layout = inline(workdir)
+    try:
+        start = time.monotonic()
+        app = start_app(layout.collector.port("otlp"), workdir, runs=runs, rate=rate)
+        time.sleep(max(0.0, start + outage[0] - time.monotonic()))
+        layout.backend.down()
+        time.sleep(max(0.0, start + outage[1] - time.monotonic()))
+        layout.backend.up()
+        time.sleep(max(0.0, start + term_at - time.monotonic()))
+        term_away = _restart(layout.receivers[0], signal.SIGTERM)
+        time.sleep(max(0.0, start + kill_at - time.monotonic()))
+        kill_away = _restart(layout.receivers[0], signal.SIGKILL)
+        result = app.result()
+        d = wait_delivered(layout.backend, result, 240, explain=layout.explain)
+        d.extra.update(outage_seconds=outage[1] - outage[0], sigterm_away=round(term_away, 1),
+                       sigkill_away=round(kill_away, 1), runs_split=_split_runs(layout.backend),
+                       drained_after=round(time.monotonic() - start - result["seconds"], 1))
+        return d
+    finally:
+        layout.stop()
+
+
+def _split_runs(backend: CountingBackend) -> int:
+    """Runs with more than one summary: judged in pieces (a restart cut them)."""
+    return sum(len(v) > 1 for v in by_run(backend.snapshot()[2]).values())
