@@ -133,6 +133,40 @@ def _export_keep(channel: grpc.Channel) -> Optional[grpc.RpcError]:
         return err
 
 
+def test_reload_swaps_the_client_ca_of_mutual_tls_on_grpc_and_metrics(tmp_path: Path, sink: Sink,
+                                                                      pki: dict[str, Path],
+                                                                      other_pki: dict[str, Path]) -> None:
+    files = {name: tmp_path / name for name in ("tls.crt", "tls.key", "clients.pem")}
+    for name, source in zip(files, ("server_cert", "server_key", "ca")):
+        shutil.copy(pki[source], files[name])
+    receiver = ReceiverThread(make_config(sink.port, tls_cert_file=str(files["tls.crt"]),
+                                          tls_key_file=str(files["tls.key"]),
+                                          tls_client_ca_file=str(files["clients.pem"]),
+                                          metrics_listen="127.0.0.1:0").validate())
+    url = f"https://127.0.0.1:{receiver.running.metrics_port}/metrics"
+
+    def scrape(members: dict[str, Path]) -> int:
+        context = ssl.create_default_context(cafile=str(members["ca"]))
+        context.load_cert_chain(members["client_cert"], members["client_key"])
+        return _get(url, context)[0]
+
+    try:
+        assert _export(_channel(receiver.port, pki["ca"], pki)) is None and scrape(pki) == 200
+        for name, source in zip(files, ("server_cert", "server_key", "ca")):
+            shutil.copy(other_pki[source], files[name])
+        receiver.sync(receiver.running.reload)
+        assert _export(_channel(receiver.port, other_pki["ca"], other_pki)) is None and scrape(other_pki) == 200
+        # A client of the old CA, trusting the new server, is refused on both.
+        err = _export(_channel(receiver.port, other_pki["ca"], pki))
+        assert err is not None and err.code() == grpc.StatusCode.UNAVAILABLE
+        old_client = ssl.create_default_context(cafile=str(other_pki["ca"]))
+        old_client.load_cert_chain(pki["client_cert"], pki["client_key"])
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            _get(url, old_client)
+    finally:
+        receiver.stop()
+
+
 def test_a_bad_certificate_on_reload_keeps_the_old_one(tmp_path: Path, sink: Sink, pki: dict[str, Path],
                                                        caplog: pytest.LogCaptureFixture) -> None:
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
@@ -266,6 +300,25 @@ def test_metrics_get_the_same_tls_and_token(sink: Sink, pki: dict[str, Path], ot
             _get(url.replace("https", "http"))
         with pytest.raises(urllib.error.URLError):  # nor does a client that trusts another CA
             _get(url, ssl.create_default_context(cafile=str(other_pki["ca"])), TOKEN)
+    finally:
+        receiver.stop()
+
+
+def test_metrics_with_mutual_tls_need_a_client_certificate(sink: Sink, pki: dict[str, Path],
+                                                          other_pki: dict[str, Path]) -> None:
+    receiver = _receiver(sink, pki, mutual=True, metrics_listen="127.0.0.1:0")
+    url = f"https://127.0.0.1:{receiver.running.metrics_port}/metrics"
+    try:
+        anonymous = ssl.create_default_context(cafile=str(pki["ca"]))
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            _get(url, anonymous)
+        stranger = ssl.create_default_context(cafile=str(pki["ca"]))
+        stranger.load_cert_chain(other_pki["client_cert"], other_pki["client_key"])
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            _get(url, stranger)
+        member = ssl.create_default_context(cafile=str(pki["ca"]))
+        member.load_cert_chain(pki["client_cert"], pki["client_key"])
+        assert _get(url, member)[0] == 200
     finally:
         receiver.stop()
 
