@@ -85,8 +85,6 @@ async def start(config: ReceiverConfig) -> Running:
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics)
 
     server = grpc.aio.server(
-        # Once per request, before the handler: spans of a refused request are never decoded.
-        interceptors=[BearerAuth(tokens, metrics)] if tokens is not None else None,
         options=[
             ("grpc.max_receive_message_length", config.max_receive_bytes),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
@@ -95,7 +93,9 @@ async def start(config: ReceiverConfig) -> Running:
             ("grpc.so_reuseport", 0),
         ]
     )
-    server.add_generic_rpc_handlers((receiver.handler(),))
+    handler = receiver.handler()
+    # Checked once per request, before the handler: spans of a refused request are never decoded.
+    server.add_generic_rpc_handlers((BearerAuth(handler, tokens, metrics) if tokens is not None else handler,))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     try:  # bound first: a bad metrics address leaves no gRPC port bound behind it
