@@ -143,15 +143,18 @@ def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore
 
 
 def _warn_if_open(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> None:
+    """Allowed (a private network may be protection enough), but said out loud."""
+    admits_anyone = tokens is None and not config.tls_client_ca_file
     for setting, listen in (("listen", config.listen), ("metrics_listen", config.metrics_listen)):
-        if listen and not _loopback(split_host_port(listen)[0]):
-            if certificates is None and tokens is None:
-                _log.warning("%s %s is not loopback and has neither TLS nor a token: anyone who reaches it can "
-                             "%s (docs/security.md)", setting, listen,
-                             "send spans and forged findings" if setting == "listen" else "read the metrics")
-            elif certificates is None:
-                _log.warning("%s %s is not loopback and not TLS: bearer tokens cross the network in plaintext",
-                             setting, listen)
+        if not listen or _loopback(split_host_port(listen)[0]):
+            continue
+        if admits_anyone:
+            _log.warning("%s %s is not loopback and asks for neither a token nor a client certificate: anyone who "
+                         "reaches it can %s (docs/security.md)", setting, listen,
+                         "send spans and forged findings" if setting == "listen" else "read the metrics")
+        elif certificates is None:
+            _log.warning("%s %s is not loopback and not TLS: bearer tokens cross the network in plaintext",
+                         setting, listen)
 
 
 def _loopback(host: str) -> bool:

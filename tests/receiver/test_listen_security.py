@@ -383,3 +383,23 @@ def test_tokens_come_from_the_environment_and_never_show_in_the_settings_or_thei
         from_sources({"forward": f"127.0.0.1:{sink.port}"}, env={}, config_file=str(settings))
     assert "auth_tokens must be text" in str(err.value) and TOKEN not in str(err.value)
     assert isinstance(config, ReceiverConfig)
+
+
+def test_an_open_listen_address_is_warned_about_unless_tls_and_tokens_guard_it(sink: Sink, pki: dict[str, Path],
+                                                                               caplog: pytest.LogCaptureFixture) -> None:
+    def warnings(**overrides: Any) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="otel_loopguard.receiver"):
+            ReceiverThread(make_config(sink.port, listen="0.0.0.0:0", **overrides).validate()).stop()
+        return [r.getMessage() for r in caplog.records if "is not loopback" in r.getMessage()]
+
+    assert any("neither a token nor a client certificate" in w for w in warnings())
+    assert any("tokens cross the network in plaintext" in w for w in warnings(auth_tokens=TOKEN))
+    tls = {"tls_cert_file": str(pki["server_cert"]), "tls_key_file": str(pki["server_key"])}
+    assert any("anyone who reaches it" in w for w in warnings(**tls))  # TLS alone admits any client
+    assert warnings(auth_tokens=TOKEN, **tls) == []
+    assert warnings(tls_client_ca_file=str(pki["ca"]), **tls) == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="otel_loopguard.receiver"):
+        ReceiverThread(make_config(sink.port).validate()).stop()  # loopback: nothing to warn about
+    assert not [r for r in caplog.records if "is not loopback" in r.getMessage()]
