@@ -48,7 +48,9 @@ class Reloader:
 
     def reload(self) -> None:
         """SIGHUP: everything that comes from a file, each on its own."""
-        _log.info("reloading (SIGHUP): policy, certificates, tokens")
+        what = [name for name, on in (("policy", self._config.policy), ("certificates", self._certificates),
+                                      ("tokens", self._tokens)) if on]
+        _log.info("reloading (SIGHUP): %s", ", ".join(what) or "nothing comes from a file")
         if self._config.policy:
             self._stamp = _stamp(self._config.policy)
             self.reload_policy()
