@@ -41,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-client-ca-file", metavar="PEM", help="mutual TLS: require client certificates from this CA")
     parser.add_argument("--auth-token-file", metavar="FILE",
                         help="require authorization: Bearer <token>, tokens one a line (also OTEL_LOOPGUARD_AUTH_TOKENS)")
-    parser.add_argument("--policy-poll-seconds", type=float, metavar="S",
-                        help="reload the policy file when it changes, looking this often (default 2; 0: SIGHUP only)")
+    parser.add_argument("--reload-poll-seconds", type=float, metavar="S",
+                        help="reload the policy, certificate and token files when they change, looking this often "
+                        "(default 2; 0: on SIGHUP only)")
     parser.add_argument("--compression", choices=("none", "gzip"), help="compress requests to the downstream (default none)")
 
 

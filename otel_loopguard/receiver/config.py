@@ -53,7 +53,7 @@ class ReceiverConfig:
     tls_client_ca_file: Optional[str] = None  # mutual TLS: clients need a certificate this CA issued
     auth_token_file: Optional[str] = None  # accepted bearer tokens, one a line
     auth_tokens: Optional[str] = field(default=None, repr=False)  # comma-separated; never on a command line
-    policy_poll_seconds: float = 2.0  # look at the policy file's mtime this often (0: only on SIGHUP)
+    reload_poll_seconds: float = 2.0  # look at the policy, certificate and token files this often (0: SIGHUP only)
 
     @property
     def tls(self) -> bool:

@@ -1,9 +1,12 @@
-"""Change the policy, the certificates and the tokens of a running receiver (SIGHUP).
+"""Change the policy, the certificates and the tokens of a running receiver, without a restart.
 
-Each is loaded and checked in full before it replaces the one in use; one that fails keeps
-the running one, logs why (never a token or a key) and counts `reload_failures_total`.
-The policy file is also watched: its modification time, size and inode are looked at every
-`policy_poll_seconds` (a ConfigMap update swaps a symlink, which changes the inode).
+Reloaded on SIGHUP, and when their files change: every `reload_poll_seconds` the modification
+time, size and inode of each file are looked at (a ConfigMap or cert-manager update swaps a
+symlink, which changes the inode). Each part is loaded and checked in full before it
+replaces the one in use; one that fails keeps the running one, logs why (never a token or a
+key) and counts `reload_failures_total`. A certificate and its key written one after the
+other may be seen half-written (a key that does not match yet): refused, then taken at the
+next look, once both are there.
 
 A new policy judges the runs opened after it; a run already open keeps the policy it
 started with to its end, so no run is judged half by one policy and half by another, and
@@ -26,8 +29,7 @@ from .metrics import Metrics
 from .security import CertificateStore, Tokens, load_certificates, load_tokens
 
 _log = logging.getLogger("otel_loopguard.receiver")
-Stamp = Optional[tuple[int, int, int]]
-Step = Callable[[], bool]
+Stamp = tuple[Optional[tuple[int, int, int]], ...]
 _WHAT = {"policy": "running policy", "tls": "TLS certificates", "tokens": "bearer tokens"}
 
 
@@ -40,30 +42,44 @@ class Reloader:
         self._metrics = metrics
         self._certificates = certificates
         self._tokens = tokens
-        self._stamp = _stamp(config.policy)
+        # Each reloadable part: its files, and the step that loads, checks and swaps it in.
+        parts: dict[str, tuple[tuple[str, ...], Callable[[], bool]]] = {}
+        if config.policy:
+            parts["policy"] = ((config.policy,), self._new_policy)
+        if certificates is not None:
+            files = (config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file)
+            parts["tls"] = (tuple(f for f in files if f), self._new_certificates)
+        if tokens is not None and config.auth_token_file:
+            parts["tokens"] = ((config.auth_token_file,), self._new_tokens)
+        self._parts = parts
+        self._stamps = {what: _stamp(files) for what, (files, _) in parts.items()}
 
     @property
     def policy(self) -> Policy:
         return self._assembler.fingerprinter.policy
 
+    @property
+    def watching(self) -> bool:
+        return bool(self._parts)
+
     def reload(self) -> None:
-        """SIGHUP: everything that comes from a file, each on its own."""
-        what = [name for name, on in (("policy", self._config.policy), ("certificates", self._certificates),
-                                      ("tokens", self._tokens)) if on]
-        _log.info("reloading (SIGHUP): %s", ", ".join(what) or "nothing comes from a file")
-        if self._config.policy:
-            self._stamp = _stamp(self._config.policy)
-            self.reload_policy()
-        if self._certificates is not None:
-            self._reload("tls", self._new_certificates)
-        if self._tokens is not None:
-            self._reload("tokens", self._new_tokens)
+        """SIGHUP: every part that comes from a file, each on its own."""
+        _log.info("reloading (SIGHUP): %s", ", ".join(self._parts) or "nothing comes from a file")
+        for what, (files, step) in self._parts.items():
+            self._stamps[what] = _stamp(files)
+            self._reload(what, step)
 
-    def reload_policy(self) -> bool:
-        """Load, check, and only then swap in the policy file; True when it changed."""
-        return self._reload("policy", self._new_policy)
+    async def watch(self, interval: float) -> None:
+        """Reload a part when one of its files changes (a bad version is reported once per change)."""
+        while True:
+            await asyncio.sleep(interval)
+            for what, (files, step) in self._parts.items():
+                stamp = _stamp(files)
+                if stamp != self._stamps[what]:
+                    self._stamps[what] = stamp
+                    self._reload(what, step)
 
-    def _reload(self, what: str, step: Step) -> bool:
+    def _reload(self, what: str, step: Callable[[], bool]) -> bool:
         try:
             return step()
         except LoopguardError as exc:  # messages name the setting and the file, never a secret
@@ -107,20 +123,12 @@ class Reloader:
         _log.info("reload: %d bearer token(s) accepted", len(new))  # a count, never a token
         return True
 
-    async def watch_policy(self, interval: float) -> None:
-        """Reload the policy when its file changes (a bad version is reported once per change)."""
-        assert self._config.policy
-        while True:
-            await asyncio.sleep(interval)
-            stamp = _stamp(self._config.policy)
-            if stamp != self._stamp:
-                self._stamp = stamp
-                self.reload_policy()
+
+def _stamp(paths: tuple[str, ...]) -> Stamp:
+    return tuple(_file_stamp(p) for p in paths)
 
 
-def _stamp(path: Optional[str]) -> Stamp:
-    if not path:
-        return None
+def _file_stamp(path: str) -> Optional[tuple[int, int, int]]:
     try:
         st = os.stat(path)
     except OSError:

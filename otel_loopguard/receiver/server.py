@@ -120,8 +120,8 @@ async def start(config: ReceiverConfig) -> Running:
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
-    if config.policy and config.policy_poll_seconds > 0:
-        tasks.append(asyncio.create_task(reloader.watch_policy(config.policy_poll_seconds), name="loopguard-policy"))
+    if reloader.watching and config.reload_poll_seconds > 0:
+        tasks.append(asyncio.create_task(reloader.watch(config.reload_poll_seconds), name="loopguard-reload"))
     mode = "findings-only" if config.findings_only else "inline"
     names = ",".join(k for k, _ in parse_headers(config.headers)) or "none"  # names only: values may be keys
     if config.headers and not config.tls:

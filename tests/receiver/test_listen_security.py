@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import shutil
 import ssl
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -131,6 +132,32 @@ def _export_keep(channel: grpc.Channel) -> Optional[grpc.RpcError]:
         return None
     except grpc.RpcError as err:
         return err
+
+
+def test_certificates_and_tokens_written_in_place_are_taken_without_a_signal(tmp_path: Path, sink: Sink,
+                                                                             pki: dict[str, Path],
+                                                                             other_pki: dict[str, Path]) -> None:
+    cert, key, tokens = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "tokens"
+    shutil.copy(pki["server_cert"], cert)
+    shutil.copy(pki["server_key"], key)
+    tokens.write_text(OLD_TOKEN + "\n", encoding="utf-8")
+    receiver = ReceiverThread(make_config(sink.port, tls_cert_file=str(cert), tls_key_file=str(key),
+                                          auth_token_file=str(tokens), reload_poll_seconds=0.05).validate())
+    try:
+        assert _export(_channel(receiver.port, pki["ca"]), OLD_TOKEN) is None
+        # As cert-manager or a hand copy would: the certificate first, the key a moment later.
+        shutil.copy(other_pki["server_cert"], cert)
+        time.sleep(0.2)
+        shutil.copy(other_pki["server_key"], key)
+        tokens.write_text(TOKEN + "\n", encoding="utf-8")
+        wait_for(lambda: _export(_channel(receiver.port, other_pki["ca"]), TOKEN) is None,
+                 what="the new certificate and token taken from the files")
+        err = _export(_channel(receiver.port, other_pki["ca"]), OLD_TOKEN)
+        assert err is not None and err.code() == grpc.StatusCode.UNAUTHENTICATED
+        # The half-written pair was refused, not used.
+        assert receiver.running.metrics.get("reload_failures_total", setting="tls") >= 1
+    finally:
+        receiver.stop()
 
 
 def test_reload_swaps_the_client_ca_of_mutual_tls_on_grpc_and_metrics(tmp_path: Path, sink: Sink,

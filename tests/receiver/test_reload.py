@@ -45,7 +45,7 @@ def test_a_changed_file_judges_new_runs_while_open_runs_keep_their_policy(tmp_pa
                                                                           caplog: pytest.LogCaptureFixture) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text(V1, encoding="utf-8")
-    receiver = _receiver(sink, policy, policy_poll_seconds=0.05)
+    receiver = _receiver(sink, policy, reload_poll_seconds=0.05)
     open_run, new_run = TaggedRun(seed=1), TaggedRun(seed=2)
     try:
         _send(receiver.port, [open_run.call(1), open_run.call(2)])  # opened under v1
@@ -67,7 +67,7 @@ def test_a_bad_policy_file_keeps_judging_with_the_old_policy(tmp_path: Path, sin
                                                              caplog: pytest.LogCaptureFixture) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text(V1, encoding="utf-8")
-    receiver = _receiver(sink, policy, policy_poll_seconds=0)
+    receiver = _receiver(sink, policy, reload_poll_seconds=0)
     try:
         bad = {
             "version: v2\nrepeat: {stop_at: 0}\n": "repeat.stop_at: expected an integer >= 1",
@@ -95,7 +95,7 @@ def test_sighup_reloads_the_policy_of_a_running_serve(tmp_path: Path, sink: Sink
     policy.write_text(V1, encoding="utf-8")
     port = _free_port()
     proc = _serve("--listen", f"127.0.0.1:{port}", "--forward", f"127.0.0.1:{sink.port}", "--policy", str(policy),
-                  "--policy-poll-seconds", "0", "--root-grace-seconds", "0.2")
+                  "--reload-poll-seconds", "0", "--root-grace-seconds", "0.2")
     try:
         _wait_serving(port, proc)
         policy.write_text(V2, encoding="utf-8")
