@@ -113,7 +113,9 @@ class BearerAuth(grpc.GenericRpcHandler):
         self._inner = inner
         self._tokens = tokens
         self._metrics = metrics
-        self._refuse = grpc.unary_unary_rpc_method_handler(self._unauthenticated)
+        # Request-streaming, so the refusal never reads the request: a stranger's 64 MiB body is
+        # not received, let alone decoded (unary and streaming calls are framed alike on the wire).
+        self._refuse = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Optional[grpc.RpcMethodHandler]:
         handler = self._inner.service(handler_call_details)
@@ -124,7 +126,7 @@ class BearerAuth(grpc.GenericRpcHandler):
                 return handler if self._tokens.accepts(value) else self._refuse
         return self._refuse
 
-    async def _unauthenticated(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+    async def _unauthenticated(self, requests: Any, context: grpc.aio.ServicerContext) -> None:
         self._metrics.inc("unauthenticated_total")
         # The peer's address only: what it sent may be a real token of some other system.
         _log.warning("refused a request without a valid bearer token from %s", context.peer())
