@@ -21,6 +21,7 @@ import hmac
 import logging
 import re
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -32,6 +33,7 @@ from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
+LOG_EVERY_SECONDS = 60.0
 UNAUTHENTICATED_MESSAGE = "missing or invalid bearer token (send metadata authorization: Bearer <token>)"
 MIN_TOKEN_CHARS, MAX_TOKEN_CHARS = 16, 4096
 # RFC 6750's token68 characters, and no comma (the variable's separator): no space, no quote.
@@ -116,6 +118,8 @@ class BearerAuth(grpc.GenericRpcHandler):
         # Request-streaming, so the refusal never reads the request: a stranger's 64 MiB body is
         # not received, let alone decoded (unary and streaming calls are framed alike on the wire).
         self._refuse = grpc.stream_unary_rpc_method_handler(self._unauthenticated)
+        self._next_log = 0.0
+        self._unlogged = 0
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Optional[grpc.RpcMethodHandler]:
         handler = self._inner.service(handler_call_details)
@@ -128,8 +132,15 @@ class BearerAuth(grpc.GenericRpcHandler):
 
     async def _unauthenticated(self, requests: Any, context: grpc.aio.ServicerContext) -> None:
         self._metrics.inc("unauthenticated_total")
-        # The peer's address only: what it sent may be a real token of some other system.
-        _log.warning("refused a request without a valid bearer token from %s", context.peer())
+        now = time.monotonic()
+        if now >= self._next_log:  # a line a minute at most: a stranger must not flood the log
+            self._next_log = now + LOG_EVERY_SECONDS
+            more = f" (and {self._unlogged} more since the last such line)" if self._unlogged else ""
+            # The peer's address only: what it sent may be a real token of some other system.
+            _log.warning("refused a request without a valid bearer token from %s%s", context.peer(), more)
+            self._unlogged = 0
+        else:
+            self._unlogged += 1
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
 
 
