@@ -47,4 +47,13 @@ def record_termination(reason: str, *, terminal_response: bool = True) -> None:
     span.set_attribute("loopguard.terminal_response", terminal_response)
 
 
-__all__ = ["__version__", "guard", "install", "record_termination"]
+def set_mode(mode: str) -> None:
+    """Kill switch: `"observe"` makes every guard and the processor of this process observe-only
+    at once (nothing is denied; denials are recorded as would_block); `"enforce"` restores what
+    each was configured with. OTEL_LOOPGUARD_KILL_SWITCH_FILE, when that file exists, wins."""
+    from .killswitch import set_mode as _set_mode
+
+    _set_mode(mode)
+
+
+__all__ = ["__version__", "guard", "install", "record_termination", "set_mode"]

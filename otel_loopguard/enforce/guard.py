@@ -20,6 +20,7 @@ from ..calls import RawCall, ToolCall
 from ..detect import Run
 from ..findings import Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
+from ..killswitch import observe_only
 from ..policy import Policy
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
@@ -84,7 +85,9 @@ class Guard:
             already_stopped = state.run.stopped is not None
             verdicts = state.run.preview(proposed)
             tool_enforced = self._enforced(tool)
-            enforced = self._enforce and tool_enforced
+            # The kill switch (otel_loopguard.set_mode, OTEL_LOOPGUARD_KILL_SWITCH_FILE) turns a
+            # deny into would_block at once; the run's own state is judged exactly as before.
+            enforced = self._enforce and tool_enforced and not observe_only()
             # A stopped run says so (its last verdict), rather than repeating the stale count
             # of the pattern that stopped it: the denied calls never ran, so it never grows.
             stops = [v for v in verdicts if v[0] == "stop"]

@@ -30,6 +30,7 @@ from ..detect import Run
 from ..detect.run import STOPPED_EARLIER
 from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, STOP, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
+from ..killswitch import effective_mode
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -162,7 +163,7 @@ class Tagger:
             turn = state.turn_at(span.start_time or 0)
         action = self._fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.RUN_ID: run_id,
-                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._config.mode}
+                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: effective_mode(self._config.mode)}
         if turn is not None:
             tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
@@ -330,7 +331,7 @@ class Tagger:
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
             conv.KEY_ID: self._fp.key_id,
-            conv.MODE: self._config.mode,
+            conv.MODE: effective_mode(self._config.mode),
         }
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result

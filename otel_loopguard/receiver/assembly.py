@@ -59,6 +59,15 @@ class RunAssembler:
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
 
+    @property
+    def fingerprinter(self) -> Fingerprinter:
+        return self._fp
+
+    def use(self, fp: Fingerprinter) -> None:
+        """A reloaded policy: runs opened from now on are judged by it. An open run keeps the
+        fingerprinter it started with, so its findings bear the version that judged them."""
+        self._fp = fp
+
     # -- input -------------------------------------------------------------------
     def accept(self, spans: list[Decoded]) -> list[Span]:
         now = self._clock()

@@ -34,6 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--certificate-file", metavar="PEM", help="CA bundle to verify the downstream (implies TLS)")
     parser.add_argument("--client-certificate-file", metavar="PEM", help="mutual TLS: our certificate chain")
     parser.add_argument("--client-key-file", metavar="PEM", help="mutual TLS: our private key")
+    # Who may send: TLS on the listen side (and /metrics), mutual TLS, bearer tokens. Tokens come
+    # from a file or OTEL_LOOPGUARD_AUTH_TOKENS, never from a flag (`ps` shows flags).
+    parser.add_argument("--tls-cert-file", metavar="PEM", help="serve TLS with this certificate chain")
+    parser.add_argument("--tls-key-file", metavar="PEM", help="the private key of --tls-cert-file")
+    parser.add_argument("--tls-client-ca-file", metavar="PEM", help="mutual TLS: require client certificates from this CA")
+    parser.add_argument("--auth-token-file", metavar="FILE",
+                        help="require authorization: Bearer <token>, tokens one a line (also OTEL_LOOPGUARD_AUTH_TOKENS)")
+    parser.add_argument("--reload-poll-seconds", type=float, metavar="S",
+                        help="reload the policy, certificate and token files when they change, looking this often "
+                        "(default 2; 0: on SIGHUP only)")
     parser.add_argument("--compression", choices=("none", "gzip"), help="compress requests to the downstream (default none)")
 
 

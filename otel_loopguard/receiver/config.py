@@ -47,6 +47,13 @@ class ReceiverConfig:
     client_certificate_file: Optional[str] = None  # mTLS: our certificate chain (PEM)
     client_key_file: Optional[str] = None  # mTLS: its private key (PEM)
     compression: str = "none"  # or "gzip"
+    # Who may send (the listen side and /metrics): TLS, mutual TLS, bearer tokens (docs/security.md).
+    tls_cert_file: Optional[str] = None  # our certificate chain (PEM); turns TLS on
+    tls_key_file: Optional[str] = None  # its private key (PEM)
+    tls_client_ca_file: Optional[str] = None  # mutual TLS: clients need a certificate this CA issued
+    auth_token_file: Optional[str] = None  # accepted bearer tokens, one a line
+    auth_tokens: Optional[str] = field(default=None, repr=False)  # comma-separated; never on a command line
+    reload_poll_seconds: float = 2.0  # look at the policy, certificate and token files this often (0: SIGHUP only)
 
     @property
     def tls(self) -> bool:
@@ -68,6 +75,10 @@ class ReceiverConfig:
             raise ConfigError(f"compression: expected none or gzip, got {self.compression!r}")
         if bool(self.client_certificate_file) != bool(self.client_key_file):
             raise ConfigError("client_certificate_file and client_key_file go together (mutual TLS needs both)")
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ConfigError("tls_cert_file and tls_key_file go together (a server certificate needs its key)")
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            raise ConfigError("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS is TLS first)")
         parse_headers(self.headers)
         for f in fields(self):
             value = getattr(self, f.name)
@@ -160,9 +171,11 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             raise ValueError(raw)
         return value
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{source}: {name} must be {_KINDS.get(kind, kind.__name__)}, got {raw!r}") from None
+        got = "a value of another kind (not shown: it holds secrets)" if name in _SECRETS else repr(raw)
+        raise ConfigError(f"{source}: {name} must be {_KINDS.get(kind, kind.__name__)}, got {got}") from None
 
 
+_SECRETS = frozenset({"headers", "auth_tokens"})
 _KINDS = {int: "an integer", float: "a finite number", str: "text", bool: "true or false"}
 
 

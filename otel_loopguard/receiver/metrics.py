@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from typing import Optional, Protocol
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
@@ -30,6 +32,8 @@ HELP = {
     "clock_skew_total": "Tool calls outside their parent span's time range.",
     "runs_completed_total": "Runs judged complete.",
     "internal_errors_total": "Spans or runs that could not be judged because of an internal error (logged).",
+    "unauthenticated_total": "Requests refused for a missing or invalid bearer token (gRPC and /metrics).",
+    "reload_failures_total": "Reloads (SIGHUP or a changed policy file) refused, by setting; the running one was kept.",
     "runs_open": "Runs currently open.",
     "buffered_calls": "Tool calls held waiting for order or completion.",
     "finding_queue": "Finding spans not yet delivered (waiting, or in the batch being sent).",
@@ -74,16 +78,34 @@ def _escape(v: str) -> str:
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.base_events.Server:
-    """A minimal HTTP endpoint: GET /metrics -> Prometheus text format."""
+class TokenCheck(Protocol):
+    @property
+    def enabled(self) -> bool: ...
+
+    def accepts(self, authorization: Optional[bytes]) -> bool: ...
+
+
+async def serve_metrics(metrics: Metrics, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
+                        tokens: Optional[TokenCheck] = None) -> asyncio.base_events.Server:
+    """A minimal HTTP endpoint: GET /metrics -> Prometheus text format; HTTPS with `ssl_context`,
+    and `Authorization: Bearer <token>` required when `tokens` holds any."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await asyncio.wait_for(reader.readline(), timeout=5)
-            while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
-                pass
+            authorization: Optional[bytes] = None
+            for _ in range(100):  # a bounded header block
+                line = await asyncio.wait_for(reader.readline(), timeout=5)
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"authorization":
+                    authorization = value.strip()
             method, path = (request.split(b" ") + [b"", b""])[:2]
-            if method not in (b"GET", b"HEAD"):
+            if tokens is not None and tokens.enabled and not tokens.accepts(authorization):
+                metrics.inc("unauthenticated_total")
+                body, status, extra = b"unauthorized\n", b"401 Unauthorized", b'WWW-Authenticate: Bearer realm="otel-loopguard"\r\n'
+            elif method not in (b"GET", b"HEAD"):
                 body, status, extra = b"method not allowed\n", b"405 Method Not Allowed", b"Allow: GET, HEAD\r\n"
             elif path.split(b"?")[0] in (b"/metrics", b"/"):
                 body, status, extra = metrics.render().encode(), b"200 OK", b""
@@ -95,9 +117,9 @@ async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.base_
                 + (body if method != b"HEAD" else b"")
             )
             await writer.drain()
-        except (asyncio.TimeoutError, ConnectionError, IndexError):
+        except (asyncio.TimeoutError, ConnectionError, IndexError, ssl.SSLError):
             pass
         finally:
             writer.close()
 
-    return await asyncio.start_server(handle, host, port)
+    return await asyncio.start_server(handle, host, port, ssl=ssl_context)

@@ -23,6 +23,8 @@ from .config import ReceiverConfig, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
+from .reload import Reloader
+from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from .service import SERVICE, TraceReceiver
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -44,6 +46,12 @@ class Running:
     _tasks: list[asyncio.Task[None]]
     _metrics_server: Optional[asyncio.base_events.Server]
     _health: health.aio.HealthServicer
+    reloader: Optional[Reloader] = None
+
+    def reload(self) -> None:
+        """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
+        if self.reloader is not None:
+            self.reloader.reload()
 
     async def stop(self, grace: float = 5.0) -> None:
         await self._health.enter_graceful_shutdown()
@@ -63,6 +71,10 @@ class Running:
 async def start(config: ReceiverConfig) -> Running:
     policy = load_policy(config.policy)
     key = load_key(key_file=config.key_file) if config.key_file else load_key()
+    # Read and checked before anything is bound: a bad file stops startup with its setting's name.
+    loaded = load_certificates(config)
+    certificates = CertificateStore(loaded) if loaded is not None else None
+    tokens = Tokens(load_tokens(config)) if config.auth_token_file or config.auth_tokens else None
     metrics = Metrics()
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
@@ -81,16 +93,19 @@ async def start(config: ReceiverConfig) -> Running:
             ("grpc.so_reuseport", 0),
         ]
     )
-    server.add_generic_rpc_handlers((receiver.handler(),))
+    handler = receiver.handler()
+    # Checked once per request, before the handler: spans of a refused request are never decoded.
+    server.add_generic_rpc_handlers((BearerAuth(handler, tokens, metrics) if tokens is not None else handler,))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     try:  # bound first: a bad metrics address leaves no gRPC port bound behind it
-        metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen)
+        metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen, certificates, tokens)
     except OSError as exc:
         await downstream.close()
         raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     try:
-        port = server.add_insecure_port(config.listen)
+        port = (server.add_secure_port(config.listen, certificates.credentials()) if certificates is not None
+                else server.add_insecure_port(config.listen))
     except RuntimeError:  # grpcio raises this where older releases returned 0
         port = 0
     if port == 0:
@@ -103,26 +118,67 @@ async def start(config: ReceiverConfig) -> Running:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     findings.start()
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
+    tasks = [ticker]
+    reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
+    if reloader.watching and config.reload_poll_seconds > 0:
+        tasks.append(asyncio.create_task(reloader.watch(config.reload_poll_seconds), name="loopguard-reload"))
     mode = "findings-only" if config.findings_only else "inline"
     names = ",".join(k for k, _ in parse_headers(config.headers)) or "none"  # names only: values may be keys
     if config.headers and not config.tls:
         _log.warning("headers (%s) are sent in plaintext to %s; set certificate_file or insecure: false for TLS",
                      names, config.forward)
     host = config.listen.rpartition(":")[0]
-    _log.info("otel-loopguard receiver on %s:%d (%s mode, downstream %s over %s, headers %s, compression %s, "
-              "key id %s, policy %s)", host, port, mode, config.forward, "TLS" if config.tls else "plaintext", names,
-              config.compression, key.key_id, policy.version)
+    listen_side = _listen_side(config, certificates, tokens)
+    _log.info("otel-loopguard receiver on %s:%d over %s (%s mode, downstream %s over %s, headers %s, compression %s, "
+              "key id %s, policy %s)", host, port, listen_side, mode, config.forward,
+              "TLS" if config.tls else "plaintext", names, config.compression, key.key_id, policy.version)
+    _warn_if_open(config, certificates, tokens)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   [ticker], metrics_server, health_servicer)
+                   tasks, metrics_server, health_servicer, reloader)
 
 
-async def _metrics(metrics: Metrics, listen: Optional[str]) -> tuple[Optional[asyncio.base_events.Server], Optional[int]]:
+def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> str:
+    tls = "plaintext" if certificates is None else "mutual TLS" if config.tls_client_ca_file else "TLS"
+    return f"{tls}, {f'{len(tokens)} bearer token(s)' if tokens is not None else 'no auth'}"  # a count only
+
+
+def _warn_if_open(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> None:
+    """Allowed (a private network may be protection enough), but said out loud."""
+    admits_anyone = tokens is None and not config.tls_client_ca_file
+    for setting, listen in (("listen", config.listen), ("metrics_listen", config.metrics_listen)):
+        if not listen or _loopback(split_host_port(listen)[0]):
+            continue
+        if admits_anyone:
+            _log.warning("%s %s is not loopback and asks for neither a token nor a client certificate: anyone who "
+                         "reaches it can %s (docs/security.md)", setting, listen,
+                         "send spans and forged findings" if setting == "listen" else "read the metrics")
+        elif certificates is None:
+            _log.warning("%s %s is not loopback and not TLS: bearer tokens cross the network in plaintext",
+                         setting, listen)
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Optional[CertificateStore],
+                   tokens: Optional[Tokens]) -> tuple[Optional[asyncio.base_events.Server], Optional[int]]:
+    """The Prometheus endpoint, with the listen side's TLS and tokens when it has them."""
     if not listen:
         return None, None
     host, port = split_host_port(listen)
-    server = await serve_metrics(metrics, host, port)
+    context = certificates.ssl_context() if certificates is not None else None
+    server = await serve_metrics(metrics, host, port, context, tokens)
     bound = server.sockets[0].getsockname()[1]
-    _log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, bound)
+    _log.info("metrics on %s://%s:%d/metrics", "https" if context else "http", f"[{host}]" if ":" in host else host,
+              bound)
     return server, bound
 
 
@@ -137,13 +193,23 @@ async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metric
             _log.exception("run completion failed")
 
 
+def _reload_all(started: list[Running]) -> None:
+    for running in started:
+        running.reload()
+
+
 async def run_until_signal(config: ReceiverConfig) -> None:
-    running = await start(config)
     stop = asyncio.Event()
+    started: list[Running] = []
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    # Before start(): SIGHUP's default action ends the process, and the port is open (health
+    # SERVING) before start() returns. A SIGHUP that early has nothing to reload yet.
+    with contextlib.suppress(NotImplementedError, AttributeError):  # no SIGHUP on Windows
+        loop.add_signal_handler(signal.SIGHUP, _reload_all, started)
+    started.append(await start(config))
     await stop.wait()
     _log.info("shutting down: completing open runs and flushing findings")
-    await running.stop()
+    await started[0].stop()

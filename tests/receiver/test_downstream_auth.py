@@ -3,7 +3,6 @@ private CA, mutual TLS, gzip; and header values (API keys) never reach a log lin
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 from concurrent import futures
@@ -12,61 +11,22 @@ from typing import Any, Optional
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from otel_loopguard.receiver.config import ConfigError, ReceiverConfig, from_sources, parse_headers
 
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, ReceiverThread, export_stub, make_config, wait_for
+from .pki import make_pki
 
 SECRET = "s3cr3t-api-key/with=odd chars"
 
 
 # -- a real TLS sink -----------------------------------------------------------------------
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _cert(subject: str, key: Any, issuer: Optional[tuple[x509.Name, Any]] = None, ca: bool = False) -> x509.Certificate:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    issuer_name, issuer_key = issuer or (name, key)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if not ca:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _pem(obj: Any) -> bytes:
-    if isinstance(obj, x509.Certificate):
-        return obj.public_bytes(serialization.Encoding.PEM)
-    return obj.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A private CA, a server certificate for localhost and a client certificate, as PEM files."""
-    d = tmp_path_factory.mktemp("pki")
-    ca_key = _key()
-    ca = _cert("loopguard test CA", ca_key, ca=True)
-    files = {}
-    for role in ("server", "client"):
-        key = _key()
-        files[f"{role}_key"], files[f"{role}_cert"] = d / f"{role}.key", d / f"{role}.pem"
-        files[f"{role}_key"].write_bytes(_pem(key))
-        files[f"{role}_cert"].write_bytes(_pem(_cert(f"{role}.test", key, (ca.subject, ca_key))))
-    files["ca"] = d / "ca.pem"
-    files["ca"].write_bytes(_pem(ca))
-    return files
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 class RecordingSink(trace_service_pb2_grpc.TraceServiceServicer):
