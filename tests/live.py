@@ -71,12 +71,15 @@ def wait_until(done: Callable[[], Any], timeout: float, what: str, *, every: flo
         time.sleep(every)
 
 
-def serve_health(port: int) -> bool:
-    """True when a gRPC health service on the port answers SERVING."""
+def serve_health(port: int, ca: Optional[Path] = None) -> bool:
+    """True when a gRPC health service on the port answers SERVING (over TLS trusting `ca`, if given)."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.enable_http_proxy", 0)]) as channel:
+    target, options = f"127.0.0.1:{port}", [("grpc.enable_http_proxy", 0)]
+    channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials(ca.read_bytes()), options=options) if ca
+               else grpc.insecure_channel(target, options=options))
+    with channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
         except grpc.RpcError:
@@ -92,6 +95,7 @@ class ReceiverProcess:
     env: dict[str, str]
     logdir: Path
     port: int = field(default_factory=free_port)
+    ca: Optional[Path] = None  # the CA of its --tls-cert-file, when it serves TLS
     proc: Optional[subprocess.Popen] = None
     starts: int = 0
 
@@ -113,7 +117,7 @@ class ReceiverProcess:
 
         def ready() -> bool:
             assert proc.poll() is None, f"receiver exited with {proc.returncode}:\n{tail(self.stderr)}"
-            return serve_health(self.port)
+            return serve_health(self.port, self.ca)
 
         wait_until(ready, timeout, "the receiver never became healthy", explain=lambda: tail(self.stderr))
         return self

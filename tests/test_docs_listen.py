@@ -1,8 +1,7 @@
 """The docs' `otel-loopguard serve` examples bind loopback unless they turn on TLS and a token,
 and every receiver setting is in docs/receiver.md's settings table.
 
-collector_config/ is left out here while its commands are being revised; add its *.yaml and
-*.md to SOURCES once they follow the same rule.
+collector_config/ is covered too: its commands are what users copy next to a Collector.
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ import pytest
 from otel_loopguard.receiver.config import ReceiverConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+           *sorted((ROOT / "collector_config").glob("*.yaml")), *sorted((ROOT / "collector_config").glob("*.md"))]
 _SERVE = re.compile(r"((?:[A-Z_]+=\S+\s+)*otel-loopguard serve\b[^\n`]*)")
 
 

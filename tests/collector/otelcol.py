@@ -56,8 +56,10 @@ class Filled:
         return path
 
 
-def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional[Path] = None) -> Filled:
-    """Load collector_config/<name> and point it at this machine's test processes."""
+def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional[Path] = None,
+         ca: Optional[Path] = None) -> Filled:
+    """Load collector_config/<name> and point it at this machine's test processes (`ca`: the CA of
+    the receivers' certificates, which name localhost and 127.0.0.1)."""
     doc = yaml.safe_load((CONFIG_DIR / name).read_text(encoding="utf-8"))
     filled = Filled(doc)
     for rid, receiver in doc.get("receivers", {}).items():
@@ -67,7 +69,7 @@ def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional
             if proto == "grpc":
                 filled.ports[rid] = port
     for eid, exporter in doc.get("exporters", {}).items():
-        _point_exporter(eid, exporter, backend, loopguard)
+        _point_exporter(eid, exporter, backend, loopguard, ca)
     for xid, extension in (doc.get("extensions") or {}).items():
         if xid.split("/")[0] == "health_check":
             filled.ports["health"] = free_port()
@@ -82,8 +84,15 @@ def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional
     return filled
 
 
-def _point_exporter(eid: str, exporter: dict[str, Any], backend: str, loopguard: Sequence[str]) -> None:
+def _point_exporter(eid: str, exporter: dict[str, Any], backend: str, loopguard: Sequence[str],
+                    ca: Optional[Path]) -> None:
     kind, _, name = eid.partition("/")
+    to_loopguard = kind in ("loadbalancing", "load_balancing") or name.startswith("loopguard")
+    tls = (exporter.get("protocol", {}).get("otlp", exporter)).get("tls", {})
+    if to_loopguard and ca is not None and "ca_file" in tls:
+        tls["ca_file"] = str(ca)
+        if "server_name_override" in tls:
+            tls["server_name_override"] = "localhost"
     if kind in ("loadbalancing", "load_balancing"):
         resolver = exporter["resolver"]
         if "static" in resolver:
@@ -105,6 +114,7 @@ class Collector:
 
     filled: Filled
     workdir: Path
+    env: dict[str, str] = field(default_factory=dict)  # e.g. LOOPGUARD_TOKEN, which the configs read
     proc: Optional[subprocess.Popen] = None
 
     @property
@@ -117,7 +127,7 @@ class Collector:
     def start(self, timeout: float = 60) -> "Collector":
         config = self.filled.write(self.workdir / "otelcol.yaml")
         with self.log.open("a") as out:
-            self.proc = subprocess.Popen([binary(), "--config", str(config)], cwd=self.workdir, env=child_env(),
+            self.proc = subprocess.Popen([binary(), "--config", str(config)], cwd=self.workdir, env=child_env(**self.env),
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         wait_until(self._ready, timeout, "the Collector never became ready", explain=lambda: tail(self.log))
         return self

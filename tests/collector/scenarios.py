@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import grpc
 
-from live import ROOT, ReceiverProcess, child_env, free_port, tail, wait_until
+from live import ROOT, ReceiverProcess, child_env, free_port, tail, wait_until  # noqa: F401 (wait_until: tests)
 
 from .backend import CountingBackend, Stored
 from .otelcol import Collector, fill
@@ -31,6 +31,33 @@ KEY = "collector-tests-key-0123456789abcdef"  # one digest key for the app and e
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
+@dataclass(frozen=True)
+class Secrets:
+    """What the configs' EDIT lines ask for between the Collector and the receivers: a CA, the
+    receivers' certificate (localhost, 127.0.0.1) and a bearer token (the Collector's LOOPGUARD_TOKEN)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    tokens: Path
+    token: str
+
+    @classmethod
+    def make(cls, directory: Path) -> "Secrets":
+        import secrets
+
+        from receiver.pki import make_pki
+
+        pki = make_pki(directory, "loopguard-ca")
+        token = secrets.token_urlsafe(24)
+        tokens = directory / "tokens"
+        tokens.write_text(token + "\n", encoding="utf-8")
+        return cls(pki["ca"], pki["server_cert"], pki["server_key"], tokens, token)
+
+    def serve_args(self) -> list[str]:
+        return ["--tls-cert-file", str(self.cert), "--tls-key-file", str(self.key), "--auth-token-file", str(self.tokens)]
+
+
 def receiver_env(findings_to: Optional[int] = None) -> dict[str, str]:
     env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")), OTEL_LOOPGUARD_KEY=KEY)
     if findings_to is not None:
@@ -38,10 +65,13 @@ def receiver_env(findings_to: Optional[int] = None) -> dict[str, str]:
     return env
 
 
-def receivers(n: int, logdir: Path, args: Sequence[str], findings_to: Optional[int] = None) -> list[ReceiverProcess]:
-    """n receivers with a metrics endpoint each (not started: the Collector config needs their addresses first)."""
-    return [ReceiverProcess([*args, "--metrics-listen", f"127.0.0.1:{free_port()}", "--root-grace-seconds", "1"],
-                            receiver_env(findings_to), logdir) for _ in range(n)]
+def receivers(n: int, logdir: Path, args: Sequence[str], findings_to: Optional[int] = None,
+              secrets: Optional[Secrets] = None) -> list[ReceiverProcess]:
+    """n receivers with a metrics endpoint each (not started: the Collector config needs their addresses
+    first), serving TLS with a token when given `secrets`, as the configs' commands show."""
+    extra = secrets.serve_args() if secrets else []
+    return [ReceiverProcess([*args, *extra, "--metrics-listen", f"127.0.0.1:{free_port()}", "--root-grace-seconds", "1"],
+                            receiver_env(findings_to), logdir, ca=secrets.ca if secrets else None) for _ in range(n)]
 
 
 # -- the app ------------------------------------------------------------------------------
@@ -172,6 +202,7 @@ class Layout:
     collector: Collector
     receivers: list[ReceiverProcess]
     backend: CountingBackend
+    secrets: Secrets
 
     def explain(self) -> str:
         return "\n".join([f"collector log:\n{tail(self.collector.log, 25)}",
@@ -184,44 +215,57 @@ class Layout:
         self.backend.down()
 
 
-def fanout(workdir: Path) -> Layout:
-    """fanout.yaml: the Collector sends every span to the backend and a copy to a --findings-only receiver."""
-    backend = CountingBackend()
-    (lg,) = receivers(1, workdir, ["--findings-only"])
-    filled = fill("fanout.yaml", backend=backend.address, loopguard=[lg.address])
+def fanout(workdir: Path, collector_token: Optional[str] = None) -> Layout:
+    """fanout.yaml: the Collector sends every span to the backend and a copy to a --findings-only receiver
+    (`collector_token`: give the Collector another token than the receiver accepts)."""
+    backend, secrets = CountingBackend(), Secrets.make(workdir)
+    (lg,) = receivers(1, workdir, ["--findings-only"], secrets=secrets)
+    filled = fill("fanout.yaml", backend=backend.address, loopguard=[lg.address], ca=secrets.ca)
     lg.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{filled.ports['otlp/findings']}"
-    return Layout(Collector(filled, workdir).start(), [lg.start()], backend)
+    return Layout(_collector(filled, workdir, secrets, collector_token), [lg.start()], backend, secrets)
+
+
+def _collector(filled: Any, workdir: Path, secrets: Secrets, token: Optional[str] = None) -> Collector:
+    return Collector(filled, workdir, {"LOOPGUARD_TOKEN": token or secrets.token}).start()
 
 
 def inline(workdir: Path) -> Layout:
     """inline-with-collector.yaml: Collector -> receiver --forward -> Collector -> backend, queues on disk."""
-    backend = CountingBackend()
-    (lg,) = receivers(1, workdir, [])
-    storage = workdir / "file_storage"
-    filled = fill("inline-with-collector.yaml", backend=backend.address, loopguard=[lg.address], storage=storage)
+    backend, secrets = CountingBackend(), Secrets.make(workdir)
+    (lg,) = receivers(1, workdir, [], secrets=secrets)
+    filled = fill("inline-with-collector.yaml", backend=backend.address, loopguard=[lg.address],
+                  storage=workdir / "file_storage", ca=secrets.ca)
     lg.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", *lg.args]
-    return Layout(Collector(filled, workdir).start(), [lg.start()], backend)
+    return Layout(_collector(filled, workdir, secrets), [lg.start()], backend, secrets)
 
 
 def sharded(workdir: Path, config: str = "sharded.yaml", replicas: int = 2, args: Sequence[str] = ()) -> Layout:
     """A load-balancing config over `replicas` --findings-only receivers; findings come back to the Collector."""
-    backend = CountingBackend()
-    shards = receivers(replicas, workdir, ["--findings-only", *args])
-    filled = fill(config, backend=backend.address, loopguard=[r.address for r in shards])
+    backend, secrets = CountingBackend(), Secrets.make(workdir)
+    shards = receivers(replicas, workdir, ["--findings-only", *args], secrets=secrets)
+    filled = fill(config, backend=backend.address, loopguard=[r.address for r in shards], ca=secrets.ca)
     for r in shards:
         r.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{filled.ports['otlp/findings']}"
-    return Layout(Collector(filled, workdir).start(), [r.start() for r in shards], backend)
+    return Layout(_collector(filled, workdir, secrets), [r.start() for r in shards], backend, secrets)
 
 
-def spans_received(receiver: ReceiverProcess) -> float:
-    """The receiver's otel_loopguard_spans_received_total (its --metrics-listen endpoint)."""
+def spans_received(receiver: ReceiverProcess, secrets: Optional[Secrets] = None,
+                   metric: str = "otel_loopguard_spans_received_total") -> float:
+    """A counter of the receiver (by default the spans it took) from its --metrics-listen endpoint, which
+    takes the same TLS and token as its gRPC port."""
+    import ssl
     import urllib.request
 
     port = receiver.args[list(receiver.args).index("--metrics-listen") + 1].rpartition(":")[2]
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+    handlers: list[Any] = [urllib.request.ProxyHandler({})]
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
+    if secrets is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=str(secrets.ca))))
+        request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics",
+                                         headers={"Authorization": f"Bearer {secrets.token}"})
+    with urllib.request.build_opener(*handlers).open(request, timeout=5) as reply:
         for line in reply.read().decode().splitlines():
-            if line.startswith("otel_loopguard_spans_received_total"):
+            if line.startswith(metric):
                 return float(line.split()[-1])
     return 0.0
 

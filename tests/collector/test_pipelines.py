@@ -92,6 +92,20 @@ def test_fanout_every_span_once_at_the_backend_and_findings_come_back(tmp_path: 
     assert d.summaries == 20, d.row()  # one run summary per trace, through otlp/findings
 
 
+def test_a_collector_without_the_receivers_token_is_refused(tmp_path: Path, layouts: list[S.Layout]) -> None:
+    """The negative control of the token in every config: a wrong one, and the receiver judges nothing,
+    while the backend still gets every span (fan-out keeps otel-loopguard out of that path)."""
+    layout = S.fanout(tmp_path, collector_token="not-the-receivers-token-0123456789")
+    layouts.append(layout)
+    result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=4, rate=20).result()
+    S.wait_until(lambda: S.created(result) <= set(layout.backend.app_counts()), 60, "the backend lost spans")
+    S.wait_until(lambda: S.spans_received(layout.receivers[0], layout.secrets, "otel_loopguard_unauthenticated_total"),
+                 30, "the receiver did not count the refused requests", explain=layout.explain)
+    assert S.spans_received(layout.receivers[0], layout.secrets) == 0
+    assert layout.backend.snapshot()[1:] == ([], [])  # no finding, no run summary
+    assert "not-the-receivers-token" not in layout.receivers[0].logs()
+
+
 def test_inline_every_span_passes_the_receiver_once(tmp_path: Path, layouts: list[S.Layout]) -> None:
     layout = S.inline(tmp_path)
     layouts.append(layout)
@@ -99,7 +113,7 @@ def test_inline_every_span_passes_the_receiver_once(tmp_path: Path, layouts: lis
     result = app.result()
     d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
     _healthy_and_loops(d, 20)
-    assert S.spans_received(layout.receivers[0]) == d.created  # every app span went through otel-loopguard
+    assert S.spans_received(layout.receivers[0], layout.secrets) == d.created  # every app span went through otel-loopguard
 
 
 # -- sharded ---------------------------------------------------------------------------------
@@ -129,7 +143,7 @@ def test_sharded_by_trace_id_judges_like_one_receiver(tmp_path: Path, layouts: l
     assert {t for t, _ in sent} == traces and all(n == 1 for n in layout.backend.app_counts().values())
     # Each trace judged by one replica: one summary per trace, and both replicas took a share.
     assert sorted(s.trace_id for s in summaries) == sorted(traces)
-    shares = [S.spans_received(r) for r in layout.receivers]
+    shares = [S.spans_received(r, layout.secrets) for r in layout.receivers]
     assert all(share > 0 for share in shares) and sum(shares) == sum(layout.backend.app_counts().values()), shares
     # The findings and summaries one receiver gives, exactly.
     assert S.finding_set(findings) == S.finding_set(ref_findings)
@@ -143,7 +157,7 @@ def test_sharded_dns_resolver_carries_traffic(tmp_path: Path, layouts: list[S.La
     result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=20, rate=20).result()
     d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
     _healthy_and_loops(d, 20)
-    assert d.summaries == 20 and S.spans_received(layout.receivers[0]) == d.created
+    assert d.summaries == 20 and S.spans_received(layout.receivers[0], layout.secrets) == d.created
 
 
 CONVERSATION_ARGS = ["--run-id-attribute", "gen_ai.conversation.id", "--idle-timeout-seconds", "3"]
@@ -157,7 +171,7 @@ def test_sharded_by_conversation_keeps_each_run_on_one_replica(tmp_path: Path, l
     d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
     _healthy_and_loops(d, 40)
     assert {len(v) for v in S.by_run(layout.backend.snapshot()[2]).values()} == {1}  # one summary per run
-    assert all(S.spans_received(r) > 0 for r in layout.receivers)
+    assert all(S.spans_received(r, layout.secrets) > 0 for r in layout.receivers)
 
 
 def test_conversations_routed_by_trace_id_are_split(tmp_path: Path, layouts: list[S.Layout]) -> None:
