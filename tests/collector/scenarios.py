@@ -229,12 +229,16 @@ def _collector(filled: Any, workdir: Path, secrets: Secrets, token: Optional[str
     return Collector(filled, workdir, {"LOOPGUARD_TOKEN": token or secrets.token}).start()
 
 
-def inline(workdir: Path) -> Layout:
-    """inline-with-collector.yaml: Collector -> receiver --forward -> Collector -> backend, queues on disk."""
+def inline(workdir: Path, on_disk: bool = True) -> Layout:
+    """inline-with-collector.yaml: Collector -> receiver --forward -> Collector -> backend, queues on disk
+    (`on_disk=False`: in memory, the exporters' default, for the negative control)."""
     backend, secrets = CountingBackend(), Secrets.make(workdir)
     (lg,) = receivers(1, workdir, [], secrets=secrets)
     filled = fill("inline-with-collector.yaml", backend=backend.address, loopguard=[lg.address],
                   storage=workdir / "file_storage", ca=secrets.ca)
+    if not on_disk:
+        for exporter in filled.doc["exporters"].values():
+            exporter["sending_queue"].pop("storage", None)
     lg.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", *lg.args]
     return Layout(_collector(filled, workdir, secrets), [lg.start()], backend, secrets)
 
@@ -352,24 +356,38 @@ def shard_restart(workdir: Path, *, runs: int = 300, rate: float = 20, at: float
 
 
 def store_and_forward(workdir: Path, *, runs: int = 1000, rate: float = 20, outage: tuple[float, float] = (2, 32),
-                      term_at: float = 35, kill_at: float = 42) -> Delivery:
-    """inline-with-collector.yaml (queues on disk): a backend outage, then the receiver SIGTERMed and
-    restarted, then SIGKILLed and restarted, all while the app sends; then everything drains."""
-    layout = inline(workdir)
+                      collector_at: float = 17, term_at: Optional[float] = 35, kill_at: Optional[float] = 42,
+                      on_disk: bool = True) -> Delivery:
+    """inline-with-collector.yaml (queues on disk): a backend outage, during which the Collector is
+    restarted (SIGTERM: what it queued stays on disk); then the receiver SIGTERMed and restarted, then
+    SIGKILLed and restarted, all while the app sends; then everything drains."""
+    layout = inline(workdir, on_disk)
     try:
         start = time.monotonic()
         app = start_app(layout.collector.port("otlp"), workdir, runs=runs, rate=rate)
         time.sleep(max(0.0, start + outage[0] - time.monotonic()))
         layout.backend.down()
+        time.sleep(max(0.0, start + collector_at - time.monotonic()))
+        t0 = time.monotonic()
+        layout.collector.stop(signal.SIGTERM)
+        layout.collector.start()
+        collector_away = time.monotonic() - t0
         time.sleep(max(0.0, start + outage[1] - time.monotonic()))
         layout.backend.up()
-        time.sleep(max(0.0, start + term_at - time.monotonic()))
-        term_away = _restart(layout.receivers[0], signal.SIGTERM)
-        time.sleep(max(0.0, start + kill_at - time.monotonic()))
-        kill_away = _restart(layout.receivers[0], signal.SIGKILL)
+        term_away = kill_away = 0.0
+        if term_at is not None:
+            time.sleep(max(0.0, start + term_at - time.monotonic()))
+            term_away = _restart(layout.receivers[0], signal.SIGTERM)
+        if kill_at is not None:
+            time.sleep(max(0.0, start + kill_at - time.monotonic()))
+            kill_away = _restart(layout.receivers[0], signal.SIGKILL)
         result = app.result()
+        if not on_disk:  # spans will be missing: give the queues time to drain, then count
+            time.sleep(35)
+            return delivery(layout.backend, result)
         d = wait_delivered(layout.backend, result, 240, explain=layout.explain)
-        d.extra.update(outage_seconds=outage[1] - outage[0], sigterm_away=round(term_away, 1),
+        d.extra.update(outage_seconds=outage[1] - outage[0], collector_away=round(collector_away, 1),
+                       sigterm_away=round(term_away, 1),
                        sigkill_away=round(kill_away, 1), runs_split=_split_runs(layout.backend),
                        drained_after=round(time.monotonic() - start - result["seconds"], 1))
         return d

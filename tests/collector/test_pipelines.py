@@ -209,3 +209,12 @@ def test_store_and_forward_through_an_outage_and_receiver_restarts(tmp_path: Pat
     assert d.duplicated <= 2 * 2048, d.row()
     assert d.healthy_flagged == 0, d.row()
     assert d.loops_stopped >= 0.95 * d.loops, d.row()
+
+
+def test_without_the_disk_queues_a_collector_restart_in_an_outage_loses_spans(tmp_path: Path) -> None:
+    """The negative control of file_storage: the same Collector restart during a backend outage, with the
+    queues in memory (the exporters' default), drops what was queued for the backend."""
+    d = S.store_and_forward(tmp_path, runs=300, outage=(2, 14), collector_at=8, term_at=None, kill_at=None,
+                            on_disk=False)
+    print("in-memory queues:", d.row())
+    assert d.lost > 0, d.row()
