@@ -76,6 +76,9 @@ class RawCall:
     key_id: Optional[str] = None  # key id of precomputed digests
     trace_id: Optional[str] = None
     parent_id: Optional[str] = None
+    # The source numbers its calls 1..N with no gap (the processor's loopguard.seq): a gap
+    # in such a sequence is missing evidence. Otherwise seq only orders calls.
+    seq_dense: bool = False
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "RawCall":
         """A copy in its place in the run (otlp/order.py): by position, several times
@@ -83,7 +86,7 @@ class RawCall:
         return RawCall(seq, self.tool, self.arguments, self.result, self.ok, self.finished, turn, self.call_id,
                        self.span_id, self.start_ns, self.end_ns, self.identity, self.args_digest,
                        self.result_digest, self.dispatched, self.guard, self.key_id, self.trace_id,
-                       self.parent_id)
+                       self.parent_id, self.seq_dense)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ def test_the_field_order_the_hot_paths_build_records_in() -> None:
     assert [f.name for f in dataclasses.fields(RawCall)] == [
         "seq", "tool", "arguments", "result", "ok", "finished", "turn", "call_id", "span_id", "start_ns",
         "end_ns", "identity", "args_digest", "result_digest", "dispatched", "guard", "key_id", "trace_id", "parent_id",
+        "seq_dense",
     ]
     assert list(inspect.signature(fingerprint_finished).parameters) == [
         "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
@@ -76,7 +77,8 @@ def test_the_field_order_the_hot_paths_build_records_in() -> None:
 
 
 @pytest.mark.parametrize("call", [
-    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p"),
+    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p",
+            True),
     ToolCall(0, "t", "a", "r", False, 3, "c", "s", 1, 2, Evidence(version=1.0), "tr", "p", "w", "wk", frozenset({"f"})),
 ])
 def test_renumbered_changes_seq_and_turn_and_keeps_every_other_field(call: object) -> None:

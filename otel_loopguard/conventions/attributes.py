@@ -12,6 +12,9 @@ TURN = "loopguard.turn"
 OUTCOME = "loopguard.outcome"
 KEY_ID = "loopguard.key.id"
 MODE = "loopguard.mode"
+# v1.2: the processor numbers a run's calls 1..N with no gap; a gap in seqs marked so is
+# missing evidence. Sequences without the mark only order calls (docs/findings.md).
+SEQ_DENSE = "loopguard.seq.dense"
 
 # Extensions read by the audit (docs/telemetry.md): how a run ended, guard decisions.
 TERMINATION_REASON = "loopguard.termination_reason"

@@ -1,8 +1,9 @@
 """One open run in the receiver: its calls reassembled into sequence order.
 
-Calls numbered by the processor (`loopguard.seq`) are judged as soon as the
-contiguous prefix grows, so findings stream. Calls without a number are held
-and judged in start-time order when the run completes. A gap that outlives
+Calls numbered by the processor (`loopguard.seq`, marked dense) are judged as soon as
+the contiguous prefix grows, so findings stream. Calls without a number are held
+and judged in start-time order when the run completes; calls whose numbers are not
+marked dense (they may skip: 10, 20, 30) are held too and judged in their order. A gap that outlives
 `gap_wait` makes the run `incomplete_trace`; judging resumes after the gap,
 patterns of calls in a row starting afresh there.
 """
@@ -45,7 +46,7 @@ _NO_FACTS = RunFacts()
 
 
 class RunBuffer:
-    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1):
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1, dense_seq: bool = False):
         self.run_id = run_id
         self._fp = fp
         self.run = Run(run_id, fp.policy)
@@ -79,6 +80,7 @@ class RunBuffer:
         self._last_start = 0
         self._models_seen = 0
         self._tagged = False  # calls carry loopguard.seq: judge as they arrive
+        self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
 
     @property
     def buffered(self) -> int:
@@ -92,7 +94,9 @@ class RunBuffer:
         call = fingerprint_call(raw, self._fp)
         out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
-        if raw.seq < 1:  # payloads are not kept: only the ToolCall and its guard facts
+        if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
+            # Payloads are not kept: only the ToolCall and its guard facts. A number not
+            # promised dense orders the call but cannot tell a gap from a skip: held too.
             self.untagged.append((call, held))
             return out
         if not self._tagged:
@@ -206,6 +210,11 @@ class RunBuffer:
 
     def _judge_untagged(self) -> list[Finding]:
         held = {call.span_id: h for call, h in self.untagged}
+        numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
+        if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
+            twice = min(s for s in numbered if numbered.count(s) > 1)
+            self.untagged = []
+            return [self._conflict(RawCall(twice, ""))]
         calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
         self.untagged = []
         executed = []
