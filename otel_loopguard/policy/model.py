@@ -25,16 +25,23 @@ class RepeatRule:
     warn_at: int = 3
     stop_at: int = 5
     window: int = 20
+    # False: progress does not clear the count (seed 001 counts every identical call in its
+    # window and leaves results to the stale rule); true: a call that made progress restarts it.
+    progress_resets: bool = True
 
 
 @dataclass(frozen=True)
 class CycleRule:
-    """A block of `min_period`..`max_period` calls repeated; counts repetitions."""
+    """A block of `min_period`..`max_period` calls repeated; counts repetitions.
+
+    `compare`: what makes two calls one period apart "the same": `results` (default) the
+    action, its result and its outcome; `actions` the action alone (seed 001's rule)."""
 
     min_period: int = 2
     max_period: int = 4
     warn_at: int = 2
     stop_at: int = 3
+    compare: str = "results"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,9 @@ class StreakRule:
 
     warn_at: int
     stop_at: int
+    # error_streak only (its loader alone accepts the key): only failures of one tool in a
+    # row make a streak (seed 001); by default failing decisions count whatever they called.
+    same_tool: bool = False
 
 
 @dataclass(frozen=True)
