@@ -6,6 +6,9 @@ from __future__ import annotations
 TOOL_NAME = "loopguard.tool.name"
 ARGS_DIGEST = "loopguard.args.digest"
 RESULT_DIGEST = "loopguard.result.digest"
+# v1.2: the result digest before id- and time-shaped values were masked, only when masking
+# changed it (RESULT_DIGEST is the masked one, as the contract's "volatile fields removed").
+RESULT_EXACT_DIGEST = "loopguard.result.exact_digest"
 SEQ = "loopguard.seq"
 RUN_ID = "loopguard.run.id"
 TURN = "loopguard.turn"

@@ -123,6 +123,7 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
     guard = attrs.get(conv.GUARD)
     args_digest = attrs.get(conv.ARGS_DIGEST)
     result_digest = attrs.get(conv.RESULT_DIGEST)
+    exact = attrs.get(conv.RESULT_EXACT_DIGEST)
     key_id = attrs.get(conv.KEY_ID)
     # Dense numbering is a promise the processor makes: its mark, or (spans tagged before the
     # mark existed) its key id, which only the processor writes beside loopguard.seq.
@@ -151,6 +152,7 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
         trace_hex or None,  # trace_id
         parent_hex or None,  # parent_id
         dense,  # seq_dense
+        exact if exact.__class__ is str and exact and result_digest else None,  # result_exact_digest
     )
 
 

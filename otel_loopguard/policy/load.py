@@ -202,6 +202,8 @@ def _tool(data: Any, path: str, base_repeat: RepeatRule) -> ToolRule:
         "max_calls": POS,
         "result_volatile_fields": _str_set,
         "enforce": _bool,
+        "volatile_values": _bool,
+        "meaningful_fields": _strs,
     }
     values = _fields(data, path, schema)
     if values.get("idempotency_key") and values.get("side_effect") is False:
@@ -235,6 +237,7 @@ def _policy(data: Any, source: str) -> Policy:
         "budget": lambda v, p: replace(base.budget, **_fields(v, p, _BUDGET)),
         "prices": lambda v, p: MappingProxyType({m: _price(x, f"{p}.{m}") for m, x in _mapping(v, p).items()}),
         "result_volatile_fields": _str_set,
+        "volatile_values": _bool,
         "max_depth": _int(1),
         "max_bytes": _int(64),
         "tools": lambda v, p: MappingProxyType(

@@ -113,6 +113,10 @@ class ToolRule:
     max_calls: Optional[int] = None
     result_volatile_fields: Optional[frozenset[str]] = None
     enforce: Optional[bool] = None
+    volatile_values: Optional[bool] = None  # None: the policy's switch
+    # Result keys whose values are compared as they are even when id- or time-shaped (a
+    # create tool's new record id is progress).
+    meaningful_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,9 @@ class Policy:
     budget: BudgetRule = BudgetRule()
     prices: Mapping[str, Price] = field(default_factory=lambda: MappingProxyType({}))
     result_volatile_fields: frozenset[str] = DEFAULT_RESULT_VOLATILE
+    # Values shaped like generated ids or clock readings are masked before the result digest
+    # (fingerprint/volatile.py): two results of one action differing only in them are one.
+    volatile_values: bool = True
     max_depth: int = 64
     max_bytes: int = 256 * 1024
     tools: Mapping[str, ToolRule] = field(default_factory=lambda: MappingProxyType({}))

@@ -335,6 +335,8 @@ class Tagger:
         }
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result
+            if call.exact is not None:  # masking changed it: the unmasked one for novelty downstream
+                tags[conv.RESULT_EXACT_DIGEST] = call.exact
         if call.turn is not None:
             tags[conv.TURN] = call.turn
         return tags
