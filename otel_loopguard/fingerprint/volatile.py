@@ -99,6 +99,8 @@ def _volatile_spans(data: Any, shapes: _Shapes) -> list[tuple[int, int]]:
 
 
 def _masked(data: Any, shapes: _Shapes, keep: tuple[Any, ...]) -> Any:
+    if shapes.string_start.search(data) is None and shapes.number_start.search(data) is None:
+        return None  # no candidate at all: most results, at the cost of two C-level scans
     spans = _volatile_spans(data, shapes)
     if not spans:
         return None  # most results
