@@ -20,7 +20,7 @@ from ..detect import Run
 from ..findings import INFO, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..otlp.order import order_calls
-from ..score import GuardTrail, feed_in_order, score_fields
+from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -81,6 +81,7 @@ class RunBuffer:
         self._models_seen = 0
         self._tagged = False  # calls carry loopguard.seq: judge as they arrive
         self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
+        self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
 
     @property
     def buffered(self) -> int:
@@ -216,6 +217,8 @@ class RunBuffer:
             self.untagged = []
             return [self._conflict(RawCall(twice, ""))]
         calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
+            self._sparse_seqs = [c.seq for c in calls]
         self.untagged = []
         executed = []
         for call in calls:
@@ -244,7 +247,8 @@ class RunBuffer:
         if self.incomplete:
             return "incomplete_trace", unscorable
         self._guards_to_trail()
-        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts)
+        after = next_seq_after(self._sparse_seqs) if self._sparse_seqs else None  # else n + 1
+        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts, after)
 
     # -- integrity findings ----------------------------------------------------
     def _key_check(self, raw: RawCall) -> list[Finding]:

@@ -90,11 +90,11 @@ def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     trail = GuardTrail()
     for seq, tool, dispatched, guard in _guard_notes(integrity.calls, run.guard_events):
         trail.note(seq, tool, dispatched, guard, fp.policy)
-    score = score_fields(state.summary, findings, trail, run.facts, _next_seq([c.seq for c in integrity.calls]))
+    score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in integrity.calls]))
     return RunReport(run.run_id, SCORED, findings, calls, score)
 
 
-def _next_seq(seqs: list[int]) -> Callable[[int], int]:
+def next_seq_after(seqs: list[int]) -> Callable[[int], int]:
     """The sequence number of the call after call `s` (sorted `seqs`): s + 1 only when the
     numbering is dense; after the last call, s + 1 stands for "the next one"."""
     def after(s: int) -> int:

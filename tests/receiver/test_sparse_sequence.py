@@ -56,3 +56,14 @@ def test_two_calls_claiming_one_sparse_number_are_a_conflict() -> None:
     b, found = judged([lookup(10), lookup(20), replace(lookup(20, order="B7"), span_id="ff" * 8)])
     assert [f.kind for f in found] == ["integrity_conflict"]
     assert b.score()[0] == "integrity_error"
+
+
+def test_a_stop_acted_on_at_the_next_call_is_on_time_at_the_next_sparse_number() -> None:
+    # Four failures at 10..40, the guard's denial recorded on call 50: on time, not 41.
+    failing = [replace(lookup(s, order=f"X{s}"), ok=False) for s in (10, 20, 30, 40)]
+    denied = replace(lookup(50, order="X50"), dispatched=False, guard="error_streak", ok=False)
+    b, found = judged(failing + [denied])
+    assert ("error_streak", "stop", 10, 40, 4) in [(f.kind, f.severity, f.first_seq, f.last_seq, f.count) for f in found]
+    outcome, score = b.score()
+    assert outcome == "scored"
+    assert not any(v.startswith("guard_too_late") for v in score["release"]["violations"])  # type: ignore[index]
