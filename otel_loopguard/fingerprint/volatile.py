@@ -17,7 +17,9 @@ that carries a timestamp is still new text when its message is new. The masking 
 canonical JSON text (keys sorted, compact, UTF-8), where a value's bounds are plain: a
 string value is a quote preceded by `:`, `[` or `,` and followed by `,`, `]` or `}` (a
 quote inside a string is escaped, and a closing quote is followed by structure, so no
-match starts or ends inside a string). Canonical text is already at hand on every
+string match starts or ends inside a string). An epoch number is a digit run between the
+same marks; text such as `at,1764637323]` inside a string reads like one too, which can
+only merge two answers that differ in nothing but such a number. Canonical text is already at hand on every
 fingerprint path. Cost: two scans with literal-led patterns find the few candidates (a
 quote followed by ten id-like characters, a ten-digit run starting with 1), and only those
 are matched against the exact shapes; text and bytes give the same result (every
