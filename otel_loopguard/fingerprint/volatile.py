@@ -41,9 +41,10 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _ULID = r"[0-7][0-9A-HJKMNP-TV-Z]{25}"
 _HEX = r"[0-9a-f]{24,}|[0-9A-F]{24,}"
 # Random base64 of 20+ characters all but surely mixes digits and both cases; a long word
-# or a constant such as ALL_CAPS_SETTING does not.
+# or a constant such as ALL_CAPS_SETTING does not. One that starts with `/` is read as a
+# path (an acknowledgement echoing the file it wrote), not as an id.
 _B64C = r"[A-Za-z0-9_+/-]"
-_B64 = rf"(?={_B64C}*[0-9])(?={_B64C}*[a-z])(?={_B64C}*[A-Z]){_B64C}{{20,}}={{0,2}}"
+_B64 = rf"(?!/)(?={_B64C}*[0-9])(?={_B64C}*[a-z])(?={_B64C}*[A-Z]){_B64C}{{20,}}={{0,2}}"
 _PREFIX = r"(?:[A-Za-z]{1,12}[_-])?"
 _ISO = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
         r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)?")

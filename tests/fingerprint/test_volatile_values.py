@@ -53,6 +53,7 @@ KEPT = [
     "5f9c3b2a1e4d6c7b8a9f0e",  # 22 hex: too short for an id
     "2026-12-02T01:02:03Z GET /orders 200",  # a log line: text around the time
     "/out/run-7/part-0001.json",
+    "/out/Batch7/part-550e8400e29b41d4a716446655440000",  # a path echoed back, not an id
     "delivered",
     "550e8400-e29b-41d4-a716",  # a UUID's prefix
     "Tue, 02 Dec 2026 01:02:03 GMT",  # RFC 1123 dates are not among the shapes
