@@ -76,6 +76,12 @@ class RawCall:
     key_id: Optional[str] = None  # key id of precomputed digests
     trace_id: Optional[str] = None
     parent_id: Optional[str] = None
+    # The source numbers its calls 1..N with no gap (the processor's loopguard.seq): a gap
+    # in such a sequence is missing evidence. Otherwise seq only orders calls.
+    seq_dense: bool = False
+    # loopguard.result.exact_digest: the result's digest before volatile-shaped values were
+    # masked, when masking changed it (result_digest is the masked one).
+    result_exact_digest: Optional[str] = None
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "RawCall":
         """A copy in its place in the run (otlp/order.py): by position, several times
@@ -83,7 +89,7 @@ class RawCall:
         return RawCall(seq, self.tool, self.arguments, self.result, self.ok, self.finished, turn, self.call_id,
                        self.span_id, self.start_ns, self.end_ns, self.identity, self.args_digest,
                        self.result_digest, self.dispatched, self.guard, self.key_id, self.trace_id,
-                       self.parent_id)
+                       self.parent_id, self.seq_dense, self.result_exact_digest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +129,15 @@ class ToolCall:
     write: Optional[str] = None  # digest of the write without its idempotency key
     write_key: Optional[str] = None  # digest of the idempotency key value, if any
     flags: frozenset[str] = frozenset()
+    # The result's digest with nothing masked, when masking volatile-shaped values changed it
+    # (`result` is the masked one): new information across actions is judged on this one.
+    exact: Optional[str] = None
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "ToolCall":
         """A copy in its place in the run (see RawCall.renumbered)."""
         return ToolCall(seq, self.tool, self.action, self.result, self.ok, turn, self.call_id, self.span_id,
                         self.start_ns, self.end_ns, self.evidence, self.trace_id, self.parent_id, self.write,
-                        self.write_key, self.flags)
+                        self.write_key, self.flags, self.exact)
 
 
 # key_id of a call whose digests the judging process computes itself, with its own key.

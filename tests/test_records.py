@@ -63,21 +63,23 @@ def test_the_field_order_the_hot_paths_build_records_in() -> None:
 
     assert [f.name for f in dataclasses.fields(ToolCall)] == [
         "seq", "tool", "action", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
-        "evidence", "trace_id", "parent_id", "write", "write_key", "flags",
+        "evidence", "trace_id", "parent_id", "write", "write_key", "flags", "exact",
     ]
     assert [f.name for f in dataclasses.fields(RawCall)] == [
         "seq", "tool", "arguments", "result", "ok", "finished", "turn", "call_id", "span_id", "start_ns",
         "end_ns", "identity", "args_digest", "result_digest", "dispatched", "guard", "key_id", "trace_id", "parent_id",
+        "seq_dense", "result_exact_digest",
     ]
     assert list(inspect.signature(fingerprint_finished).parameters) == [
         "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
-        "trace_id", "parent_id", "finished", "identity", "args_digest", "result_digest",
+        "trace_id", "parent_id", "finished", "identity", "args_digest", "result_digest", "result_exact",
     ]
 
 
 @pytest.mark.parametrize("call", [
-    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p"),
-    ToolCall(0, "t", "a", "r", False, 3, "c", "s", 1, 2, Evidence(version=1.0), "tr", "p", "w", "wk", frozenset({"f"})),
+    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p",
+            True, "xd"),
+    ToolCall(0, "t", "a", "r", False, 3, "c", "s", 1, 2, Evidence(version=1.0), "tr", "p", "w", "wk", frozenset({"f"}), "x"),
 ])
 def test_renumbered_changes_seq_and_turn_and_keeps_every_other_field(call: object) -> None:
     """The positional copy must list every field: compared with dataclasses.replace field by field."""

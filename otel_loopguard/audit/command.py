@@ -32,12 +32,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run-id-attribute", metavar="NAME", help="group OTLP spans into runs by this attribute (as serve does)"
     )
+    parser.add_argument(
+        "--dense-seq", action="store_true",
+        help="sequences are numbered 1..N: a gap is a missing call (default: only where the source says so)",
+    )
 
 
 def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     try:
-        reports = audit(args.files, args.policy, args.key_file, getattr(args, "run_id_attribute", None))
+        reports = audit(args.files, args.policy, args.key_file, getattr(args, "run_id_attribute", None),
+                        getattr(args, "dense_seq", False))
     except LoopguardError as exc:
         print(f"otel-loopguard audit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -55,10 +60,11 @@ def audit(
     policy_file: Optional[Path] = None,
     key_file: Optional[Path] = None,
     run_id_attribute: Optional[str] = None,
+    dense_seq: bool = False,
 ) -> list[RunReport]:
     policy = load_policy(policy_file)
     fp = Fingerprinter(load_key(key_file=key_file) if key_file else load_key(), policy)
-    runs = read_runs(files, run_id_attribute)
+    runs = read_runs(files, run_id_attribute, dense_seq)
     if not runs:
         _log.warning("no tool calls found in %s", ", ".join(map(str, files)))
     return [judge(r, fp) for r in runs]

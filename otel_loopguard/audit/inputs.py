@@ -24,7 +24,9 @@ PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
-def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None) -> list[RunInput]:
+def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, dense_seq: bool = False) -> list[RunInput]:
+    """`dense_seq`: every sequence is numbered 1..N, so a gap is a missing call (otherwise
+    only sequences their source marks dense are: the processor's loopguard.seq)."""
     records = RunBuilder()
     spans = SpanCollector(run_id_attribute)
     for path in paths:
@@ -37,7 +39,7 @@ def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None) -> 
         if facts is not None:  # only what spans recorded; NDJSON run records stay
             records.set_facts(run_id, facts)
         records.add_guards(run_id, spans.guard_events(run_id))
-    return records.runs()
+    return records.runs(dense_seq)
 
 
 def _read_file(path: Path, records: RunBuilder, spans: SpanCollector) -> None:

@@ -6,6 +6,10 @@ One JSON object a line. Tool calls need `sequence`, `call_id`, `tool`,
 is the file path as given. Lines with
 `"record": "run"` or `"record": "model"` carry how the run ended and model
 decisions (docs/audit.md). Unknown fields are ignored.
+
+A `sequence` orders the calls as the runtime dispatched them; numbers may skip
+(10, 20, 30). Only a run record with `"dense_sequence": true` (or the audit's
+`--dense-seq`) promises 1..N, so that a gap is a missing call.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ def _read_line(line: _Line, path: Path, runs: RunBuilder) -> None:
         runs.add_call(run_id, _call(line))
     elif kind == "run":
         runs.set_facts(run_id, _facts(line))
+        if line.get("dense_sequence", _is_bool, "true or false", default=False):
+            runs.set_dense(run_id)
     elif kind == "model":
         runs.add_model(run_id, _model(line))
     else:

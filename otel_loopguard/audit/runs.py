@@ -14,6 +14,7 @@ class _Pending:
     models: list[ModelCall] = field(default_factory=list)
     facts: RunFacts = RunFacts()
     guards: list[GuardEvent] = field(default_factory=list)
+    dense: bool = False
 
 
 class RunBuilder:
@@ -32,8 +33,13 @@ class RunBuilder:
     def set_facts(self, run_id: str, facts: RunFacts) -> None:
         self._run(run_id).facts = facts
 
+    def set_dense(self, run_id: str) -> None:
+        """The run's records promise sequence numbers 1..N with no gap."""
+        self._run(run_id).dense = True
+
     def add_guards(self, run_id: str, events: list[GuardEvent]) -> None:
         self._run(run_id).guards.extend(events)
 
-    def runs(self) -> list[RunInput]:
-        return [RunInput(rid, p.calls, p.models, p.facts, p.guards) for rid, p in self._runs.items()]
+    def runs(self, dense: bool = False) -> list[RunInput]:
+        """`dense`: every run's sequence is numbered 1..N (the audit's --dense-seq)."""
+        return [RunInput(rid, p.calls, p.models, p.facts, p.guards, dense or p.dense) for rid, p in self._runs.items()]

@@ -1,8 +1,14 @@
 """`cycle`: a block of 2..4 different calls repeated, outcomes included.
 
 For each period p we keep how many calls in a row matched the call p places
-earlier (same action, same result, same outcome). p matched calls in a row
-complete one more repetition, so the check per call is O(max_period).
+earlier (same action, same result, same outcome; with `compare: actions`, the
+same action alone). p matched calls in a row complete one more repetition, so
+the check per call is O(max_period).
+
+Results are compared by default because alternating calls are often work: a
+read-modify-write loop over a counter, a poll-then-fetch pair whose answers move,
+an edit-then-test pair whose test output changes. Their actions repeat, their
+results do not (docs/policy.md#cycle).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ class CycleDetector:
 
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
+        self._by_results = policy.cycle.compare == "results"
         self._matched = dict.fromkeys(range(self._rule.min_period, self._rule.max_period + 1), 0)
         # A period's latch exists once it may fire: absent and fresh mean the same (most
         # runs never repeat a block, and every run starts a detector).
@@ -31,7 +38,7 @@ class CycleDetector:
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
-        sig = (call.action, call.result, call.ok)
+        sig = (call.action, call.result, call.ok) if self._by_results else (call.action, None, None)
         recent = self._recent
         matched = self._matched
         repeating = False
@@ -56,8 +63,8 @@ class CycleDetector:
         calls = [c for _, c in list(recent)[-reps * period :]]
         tools = " -> ".join(c.tool for c in calls[:period])
         reason = (
-            f"the same {period}-call pattern ({tools}) repeated {reps} times with the same "
-            f"results (warn at {self._rule.warn_at}, stop at {self._rule.stop_at} repetitions)"
+            f"the same {period}-call pattern ({tools}) repeated {reps} times{self._same()} "
+            f"(warn at {self._rule.warn_at}, stop at {self._rule.stop_at} repetitions)"
         )
         return [finding("cycle", level, calls, reason)]
 
@@ -80,10 +87,13 @@ class CycleDetector:
                 return None
             tools = " -> ".join(c.tool for _, c in list(recent)[-p + 1 :]) + f" -> {step.call.tool}"
             return level, (
-                f"this call would complete {reps} repetitions of the {p}-call pattern ({tools}) "
-                f"with the same results (warn at {rule.warn_at}, stop at {rule.stop_at} repetitions)"
+                f"this call would complete {reps} repetitions of the {p}-call pattern ({tools})"
+                f"{self._same()} (warn at {rule.warn_at}, stop at {rule.stop_at} repetitions)"
             )
         return None
+
+    def _same(self) -> str:
+        return " with the same results" if self._by_results else " with the same arguments"
 
     def _would_vary(self, p: int, action: str) -> bool:
         block = list(self._recent)[-(p - 1) :]

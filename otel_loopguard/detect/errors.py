@@ -3,7 +3,8 @@
 Batch-aware: failed siblings of one decision are one sweep and count once, and
 a decision with any successful call is not a failed one, whatever the order of
 its siblings. Argument-aware: the reason says whether one action kept failing
-the same way (a blind retry) or different attempts failed.
+the same way (a blind retry) or different attempts failed. With `same_tool`, a
+failure of another tool starts a new streak (seed 001's rule).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .base import Latch, Step
 class ErrorStreakDetector:
     def __init__(self, policy: Policy):
         self._rule = policy.error_streak
+        self._same_tool = policy.error_streak.same_tool
         self._reset()
         self._decision = -1
         self._decision_ok = False
@@ -42,6 +44,8 @@ class ErrorStreakDetector:
             return []
         if self._decision_ok:
             return []  # a sibling succeeded: this decision is not a failed sweep
+        if self._same_tool and self._calls and self._calls[-1].tool != call.tool:
+            self._reset()  # another tool failing starts its own streak
         if self._counted != step.decision:
             self._count += 1
             self._counted = step.decision

@@ -91,7 +91,7 @@ class RepeatDetector:
         if call.action in self._current:
             return []  # a sibling in the same decision
         streak = self._previous.get(call.action)
-        if streak is None or step.judgement.progressed:
+        if streak is None or (step.judgement.progressed and rule.progress_resets):
             streak = _Streak(step.decision, call)
         else:
             streak.count += 1
@@ -108,7 +108,7 @@ class RepeatDetector:
         call = step.call
         window = self._windows.get(call.action)
         latch = self._window_latches.get(call.action) or Latch()
-        if window is None or step.judgement.progressed:
+        if window is None or (step.judgement.progressed and rule.progress_resets):
             window, latch = deque(), Latch()
         elif window and window[-1][0] == step.decision:
             return []  # a sibling in the same decision

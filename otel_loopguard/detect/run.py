@@ -142,7 +142,7 @@ class Run:
         if call.result is not None:
             if s.first_result is None:
                 s.first_result = call.result
-            elif call.result != s.first_result:
+            elif judgement.novel_result:  # a second distinct result (masked values aside, per action)
                 s.new_items_observed = True
 
     def preview(self, call: ToolCall) -> list[tuple[str, str, str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..bounded import BoundedMap
-from ..calls import RawCall, ToolCall
+from ..calls import ModelCall, RawCall, ToolCall
 from ..detect import Run
 from ..findings import Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -117,6 +117,13 @@ class Guard:
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
                           turn=planned.turn, args_digest=planned.action)
             return state.run.observe(fingerprint_call(raw, self._fp))
+
+    def record_model(self, *, run_id: str, turn: int, input_tokens: int = 0, output_tokens: int = 0,
+                     model: Optional[str] = None) -> list[Finding]:
+        """A model decision (turn `turn`, its token counts): the turn and cost budgets judge
+        it, so a run whose spend is used up is denied its next call."""
+        with self._lock:
+            return self._state(run_id).run.observe_model(ModelCall(turn, input_tokens, output_tokens, model))
 
     def _state(self, run_id: str) -> _RunState:
         return self._runs.get_or_create(run_id, lambda: _RunState(Run(run_id, self._fp.policy)))

@@ -16,7 +16,7 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     return fingerprint_finished(
         fp, raw.seq, raw.tool, raw.arguments, raw.result, raw.ok, raw.turn, raw.call_id, raw.span_id,
         raw.start_ns, raw.end_ns, raw.trace_id, raw.parent_id,
-        raw.finished, raw.identity, raw.args_digest, raw.result_digest,
+        raw.finished, raw.identity, raw.args_digest, raw.result_digest, raw.result_exact_digest,
     )
 
 
@@ -38,6 +38,7 @@ def fingerprint_finished(
     identity: Optional[Mapping[str, Any]] = None,
     args_digest: Optional[str] = None,
     result_digest: Optional[str] = None,
+    result_exact: Optional[str] = None,
 ) -> ToolCall:
     """`fingerprint_call` without building the RawCall first: a frozen 19-field record costs
     more to build than the rest of this call's bookkeeping. The in-process processor calls
@@ -55,10 +56,11 @@ def fingerprint_finished(
     result_value = None
     if finished and (result_digest is None or rule.progress):
         if rule.progress:
-            digest, result_flags, result_value = fp.result_parts(tool, rule, result)
+            digest, result_flags, result_value, exact = fp.result_full(tool, rule, result)
         else:
-            digest, result_flags = fp.result_digest(tool, rule, result)
-        result_digest = result_digest or digest
+            digest, result_flags, exact = fp.result_digests(tool, rule, result)
+        if result_digest is None:  # else both digests came with the call (a tagged span)
+            result_digest, result_exact = digest, exact
         if result_flags:
             flags = flags | {f"result:{f}" for f in result_flags}
     write = write_key = None
@@ -77,4 +79,5 @@ def fingerprint_finished(
         turn, call_id, span_id, start_ns, end_ns,
         extract(rule.progress, args_value, result_value) if rule.progress else NO_EVIDENCE,  # evidence
         trace_id, parent_id, write, write_key, flags,
+        result_exact if finished else None,  # exact
     )

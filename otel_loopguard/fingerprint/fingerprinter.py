@@ -13,10 +13,12 @@ from typing import Any, Mapping, NamedTuple, Optional
 from ..policy import Policy, ToolRule
 from .canonical import NO_FLAGS, PROSE, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
 from .keys import DigestKey
+from .volatile import Masker
 from ..paths import get_path, without_paths
 
 
 _NO_KEYS: frozenset[str] = frozenset()
+_MASKER = Masker()  # tools that declare no meaningful field share it
 _JSON_NO_IDENTITY = b"\x00json\x00"  # what follows the prefix: no identity, the json form
 
 
@@ -57,8 +59,10 @@ class Fingerprinter:
         self.key = key
         self.policy = policy
         self._actions: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
-        self._results: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+        # (digest, flags, exact digest or None): see result_digests
+        self._results: dict[tuple[str, str], tuple[str, frozenset[str], Optional[str]]] = {}
         self._prefixes: dict[tuple[str, str], Any] = {}  # (domain, tool) -> prepared HMAC state
+        self._maskers: dict[tuple[str, ...], Masker] = {}  # meaningful fields -> their masker
 
     @property
     def key_id(self) -> str:
@@ -119,6 +123,11 @@ class Fingerprinter:
     def result_digest(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str]]:
         """(digest, flags) of a result, as `result_parts`, for callers that need no value.
         `rule` must be `self.policy.rule(tool)`: the memo is keyed by tool and text."""
+        return self.result_digests(tool, rule, result)[:2]
+
+    def result_digests(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Optional[str]]:
+        """(digest, flags, exact digest) of a result: the digest has id- and time-shaped values
+        masked (volatile.py); the exact one, without masking, is given only when it differs."""
         if type(result) is str and len(result) <= MEMO_MAX_CHARS and len(tool) <= MAX_CACHED_TOOL_CHARS:
             key = (tool, result)  # the tool decides which volatile fields are dropped
             memo = self._results
@@ -126,24 +135,58 @@ class Fingerprinter:
             if known is None:
                 policy = self.policy
                 fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
-                if fast is not None:  # = result_parts(...)[:2], without decoding the text
-                    known = (self._json_digest("result", "", fast[1]), NO_FLAGS)
+                if fast is not None:  # = result_full(...), without decoding the text
+                    digest, exact = self._json_result(rule, fast[1])
+                    known = (digest, NO_FLAGS, exact)
                 else:
-                    known = self.result_parts(tool, rule, result)[:2]
+                    digest, flags, _, exact = self.result_full(tool, rule, result)
+                    known = (digest, flags, exact)
                 self._results = _kept(memo, key, known)
             return known
         flat = native_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
         if flat is not None:
-            return self._json_digest("result", "", flat), NO_FLAGS
-        digest, flags, _ = self.result_parts(tool, rule, result)
-        return digest, flags
+            digest, exact = self._json_result(rule, flat)
+            return digest, NO_FLAGS, exact
+        digest, flags, _, exact = self.result_full(tool, rule, result)
+        return digest, flags, exact
 
     def result_parts(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Any]:
         """(digest, flags, parsed value) of a result."""
+        return self.result_full(tool, rule, result)[:3]
+
+    def result_full(self, tool: str, rule: ToolRule, result: Any) -> tuple[str, frozenset[str], Any, Optional[str]]:
+        """(digest, flags, parsed value, exact digest or None): `result_digests` plus the value."""
         policy = self.policy
         value, form, text, flags = parse_and_serialise(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
         # The tool is left out on purpose: equal outputs from any tool are "seen before".
-        return self._digest("result", "", form, text, ""), flags, value
+        exact = self._digest("result", "", form, text, "")
+        masker = self._masker(rule) if form == "json" else None
+        masked = masker.text(text) if masker is not None else None
+        if masked is None:
+            return exact, flags, value, None
+        return self._digest("result", "", form, masked, ""), flags, value, exact
+
+    def _json_result(self, rule: ToolRule, canonical: bytes) -> tuple[str, Optional[str]]:
+        """(digest, exact digest or None) of canonical JSON in UTF-8, as `result_full`."""
+        exact = self._json_digest("result", "", canonical)
+        masker = self._masker(rule)
+        masked = masker.data(canonical) if masker is not None else None
+        if masked is None:
+            return exact, None
+        return self._json_digest("result", "", masked), exact
+
+    def _masker(self, rule: ToolRule) -> Optional[Masker]:
+        """The tool's masker of volatile-shaped values, or None when its policy turns it off."""
+        on = self.policy.volatile_values if rule.volatile_values is None else rule.volatile_values
+        if not on:
+            return None
+        keep = rule.meaningful_fields
+        if not keep:
+            return _MASKER
+        masker = self._maskers.get(keep)
+        if masker is None:
+            masker = self._maskers[keep] = Masker(keep)  # one per distinct list: policy-bounded
+        return masker
 
     def _volatile(self, rule: ToolRule) -> frozenset[str]:
         """Policy.volatile_for, from the rule the caller already looked up."""
@@ -210,7 +253,7 @@ class Fingerprinter:
         return prefix
 
 
-def _kept(memo: dict[Any, Any], key: Any, known: tuple[str, frozenset[str]]) -> dict[Any, Any]:
+def _kept(memo: dict[Any, Any], key: Any, known: tuple[Any, ...]) -> dict[Any, Any]:
     """The memo, holding `known` unless it is flagged (odd input, or a caller short of
     stack: not to be served again) other than as prose; a full memo starts over as a new
     dict (see the class)."""

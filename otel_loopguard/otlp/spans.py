@@ -123,7 +123,11 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
     guard = attrs.get(conv.GUARD)
     args_digest = attrs.get(conv.ARGS_DIGEST)
     result_digest = attrs.get(conv.RESULT_DIGEST)
+    exact = attrs.get(conv.RESULT_EXACT_DIGEST)
     key_id = attrs.get(conv.KEY_ID)
+    # Dense numbering is a promise the processor makes: its mark, or (spans tagged before the
+    # mark existed) its key id, which only the processor writes beside loopguard.seq.
+    dense = attrs.get(conv.SEQ_DENSE) is True or (key_id.__class__ is str and key_id != "")
     # Positional, in field order (tests/test_records.py pins it): 19 keywords cost about
     # 1 µs per tool span here, more than building the record. Type tests inline: this
     # runs once per tool span of every request.
@@ -147,6 +151,8 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
         key_id if key_id.__class__ is str and key_id else LOCAL_KEY,  # key_id
         trace_hex or None,  # trace_id
         parent_hex or None,  # parent_id
+        dense,  # seq_dense
+        exact if exact.__class__ is str and exact and result_digest else None,  # result_exact_digest
     )
 
 

@@ -1,6 +1,6 @@
 """Policy: thresholds and per-tool rules, loaded and validated (pure)."""
 
-from .load import content_version, load_policy, policy_from_mapping
+from .load import PRESETS, content_version, load_policy, policy_from_mapping
 from .model import (
     BUILTIN_VERSION,
     BudgetRule,
@@ -18,6 +18,7 @@ __all__ = [
     "BUILTIN_VERSION",
     "BudgetRule",
     "CycleRule",
+    "PRESETS",
     "Policy",
     "PollRule",
     "Price",

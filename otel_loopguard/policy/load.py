@@ -119,9 +119,12 @@ _REPEAT = {
     "stop_at": POS,
     "window": POS,
     "allowed_repeats": POS,
+    "progress_resets": _bool,
 }
-_CYCLE = {"min_period": _int(2), "max_period": _int(2), "warn_at": _int(2), "stop_at": _int(2)}
+_CYCLE = {"min_period": _int(2), "max_period": _int(2), "warn_at": _int(2), "stop_at": _int(2),
+          "compare": _choice("actions", "results")}
 _STREAK = {"warn_at": POS, "stop_at": POS}
+_ERROR_STREAK = {**_STREAK, "same_tool": _bool}
 _BUDGET = {
     "max_turns": _optional(POS),
     "max_tool_calls": _optional(POS),
@@ -179,8 +182,8 @@ def _cycle(data: Any, path: str) -> CycleRule:
     return rule
 
 
-def _streak(data: Any, path: str, base: StreakRule) -> StreakRule:
-    rule = replace(base, **_fields(data, path, _STREAK))
+def _streak(data: Any, path: str, base: StreakRule, schema: Mapping[str, Check] = _STREAK) -> StreakRule:
+    rule = replace(base, **_fields(data, path, schema))
     _ordered(rule.warn_at, rule.stop_at, path)
     return rule
 
@@ -199,6 +202,8 @@ def _tool(data: Any, path: str, base_repeat: RepeatRule) -> ToolRule:
         "max_calls": POS,
         "result_volatile_fields": _str_set,
         "enforce": _bool,
+        "volatile_values": _bool,
+        "meaningful_fields": _strs,
     }
     values = _fields(data, path, schema)
     if values.get("idempotency_key") and values.get("side_effect") is False:
@@ -227,11 +232,12 @@ def _policy(data: Any, source: str) -> Policy:
         "version": _str,
         "repeat": lambda v, p: repeat,
         "cycle": _cycle,
-        "error_streak": lambda v, p: _streak(v, p, base.error_streak),
+        "error_streak": lambda v, p: _streak(v, p, base.error_streak, _ERROR_STREAK),
         "no_progress": lambda v, p: _streak(v, p, base.no_progress),
         "budget": lambda v, p: replace(base.budget, **_fields(v, p, _BUDGET)),
         "prices": lambda v, p: MappingProxyType({m: _price(x, f"{p}.{m}") for m, x in _mapping(v, p).items()}),
         "result_volatile_fields": _str_set,
+        "volatile_values": _bool,
         "max_depth": _int(1),
         "max_bytes": _int(64),
         "tools": lambda v, p: MappingProxyType(
@@ -251,13 +257,27 @@ def content_version(data: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
 
 
+# Named policies shipped with the package (otel_loopguard/presets/<name>.yaml): `--policy NAME`.
+PRESETS = ("seed-001",)
+_PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+def preset_path(name: str) -> Optional[Path]:
+    """The packaged file of a named preset, or None when `name` is no preset's name."""
+    return _PRESET_DIR / f"{name}.yaml" if name in PRESETS else None
+
+
 def load_policy(path: Optional[str | os.PathLike[str]]) -> Policy:
-    """The built-in policy for None, else the YAML or JSON file at `path`."""
+    """The built-in policy for None, else the YAML or JSON file at `path`, else (no such
+    file) the named preset (`seed-001`)."""
     if path is None:
         return Policy()
     import yaml  # imported here: only policy files need it
 
     p = Path(path)
+    preset = preset_path(str(path))
+    if preset is not None and not p.exists():  # a file of that name in the working folder wins
+        p = preset
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:

@@ -25,16 +25,23 @@ class RepeatRule:
     warn_at: int = 3
     stop_at: int = 5
     window: int = 20
+    # False: progress does not clear the count (seed 001 counts every identical call in its
+    # window and leaves results to the stale rule); true: a call that made progress restarts it.
+    progress_resets: bool = True
 
 
 @dataclass(frozen=True)
 class CycleRule:
-    """A block of `min_period`..`max_period` calls repeated; counts repetitions."""
+    """A block of `min_period`..`max_period` calls repeated; counts repetitions.
+
+    `compare`: what makes two calls one period apart "the same": `results` (default) the
+    action, its result and its outcome; `actions` the action alone (seed 001's rule)."""
 
     min_period: int = 2
     max_period: int = 4
     warn_at: int = 2
     stop_at: int = 3
+    compare: str = "results"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,9 @@ class StreakRule:
 
     warn_at: int
     stop_at: int
+    # error_streak only (its loader alone accepts the key): only failures of one tool in a
+    # row make a streak (seed 001); by default failing decisions count whatever they called.
+    same_tool: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,10 @@ class ToolRule:
     max_calls: Optional[int] = None
     result_volatile_fields: Optional[frozenset[str]] = None
     enforce: Optional[bool] = None
+    volatile_values: Optional[bool] = None  # None: the policy's switch
+    # Result keys whose values are compared as they are even when id- or time-shaped (a
+    # create tool's new record id is progress).
+    meaningful_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,9 @@ class Policy:
     budget: BudgetRule = BudgetRule()
     prices: Mapping[str, Price] = field(default_factory=lambda: MappingProxyType({}))
     result_volatile_fields: frozenset[str] = DEFAULT_RESULT_VOLATILE
+    # Values shaped like generated ids or clock readings are masked before the result digest
+    # (fingerprint/volatile.py): two results of one action differing only in them are one.
+    volatile_values: bool = True
     max_depth: int = 64
     max_bytes: int = 256 * 1024
     tools: Mapping[str, ToolRule] = field(default_factory=lambda: MappingProxyType({}))

@@ -162,8 +162,9 @@ class Tagger:
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
         action = self._fp.action(found.tool, found.arguments).digest
-        tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.RUN_ID: run_id,
-                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: effective_mode(self._config.mode)}
+        tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
+                conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id,
+                conv.MODE: effective_mode(self._config.mode)}
         if turn is not None:
             tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
@@ -328,6 +329,7 @@ class Tagger:
             conv.TOOL_NAME: call.tool,
             conv.ARGS_DIGEST: call.action,
             conv.SEQ: seq,
+            conv.SEQ_DENSE: True,  # numbered 1..N per run: a gap is a missing span
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
             conv.KEY_ID: self._fp.key_id,
@@ -335,6 +337,8 @@ class Tagger:
         }
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result
+            if call.exact is not None:  # masking changed it: the unmasked one for novelty downstream
+                tags[conv.RESULT_EXACT_DIGEST] = call.exact
         if call.turn is not None:
             tags[conv.TURN] = call.turn
         return tags

@@ -3,7 +3,9 @@
 Declared rules (docs/policy.md#progress) compare a call with what the same
 action showed before: a version above the highest seen, a state different from
 the last one, previously unseen item ids, fewer validation errors than ever. Without a
-declared rule, a result digest never seen before in the run is the progress.
+declared rule, a result digest never seen before in the run is the progress; a result that
+differs from an earlier answer of the same action only in id- or time-shaped values (a
+fresh message id, a fetch time) is not new (fingerprint/volatile.py).
 Output size is never a signal.
 """
 
@@ -45,10 +47,11 @@ class ProgressTracker:
         self._results = BoundedSet(MAX_SEEN_RESULTS)
         self._items = BoundedSet(MAX_SEEN_ITEMS)
         self._best: BoundedMap[str, Evidence] = BoundedMap(MAX_TRACKED_ACTIONS)
+        self._masked = BoundedSet(MAX_SEEN_RESULTS)  # (action, masked result digest)
 
     def judge(self, call: ToolCall, tool_rule: Optional[ToolRule] = None) -> Judgement:
         """`tool_rule`: the call's rule when the caller has it at hand (else looked up)."""
-        novel = call.result is not None and self._results.add(call.result)
+        novel = call.result is not None and self._novel(call)
         rule = (tool_rule or self._policy.rule(call.tool)).progress
         ev = call.evidence
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
@@ -64,6 +67,17 @@ class ProgressTracker:
         else:
             progressed = _advanced(best, ev) or new_items > 0
         return Judgement(progressed, novel, new_items, ev.terminal)
+
+
+    def _novel(self, call: ToolCall) -> bool:
+        """A result never seen before in the run. When masking id- and time-shaped values
+        changed its digest (`call.exact` set), the exact result must be unseen in the run and
+        the masked one unseen for this action: a fresh message id on the same answer to the
+        same request is nothing new, while another page of new ids is."""
+        if call.exact is None:
+            return self._results.add(call.result)  # most calls: nothing was masked
+        fresh = self._results.add(call.exact)
+        return self._masked.add((call.action, call.result)) and fresh
 
 
 def _best_so_far(best: Optional[Evidence], ev: Evidence) -> Evidence:

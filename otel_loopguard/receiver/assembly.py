@@ -154,7 +154,8 @@ class RunAssembler:
             # A run id seen before in other traces: a conversation resuming after its run went
             # idle. Judged as a new run that goes on with the conversation's sequence.
             first_seq = self._completed.get(run_id) or 1
-            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq)
+            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq,
+                                                         self._config.dense_seq)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)

@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id-attribute", metavar="NAME", help="group runs by this attribute, e.g. gen_ai.conversation.id")
     parser.add_argument("--max-receive-bytes", type=int, metavar="N", help="largest request accepted (default 64 MiB)")
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
+    parser.add_argument("--dense-seq", action="store_true", default=None,
+                        help="every loopguard.seq is numbered 1..N: a gap is a missing call (default: only marked ones)")
     parser.add_argument("--idle-timeout-seconds", type=float, metavar="S", help="complete a quiet run after this (default 30)")
     parser.add_argument("--root-grace-seconds", type=float, metavar="S", help="complete after the root ended + this (default 2)")
     # Downstream TLS and compression; headers (often API keys) only by environment or config file,

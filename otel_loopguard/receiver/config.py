@@ -28,6 +28,7 @@ class ReceiverConfig:
     max_receive_bytes: int = 64 * 1024 * 1024  # gRPC's default is 4 MiB
     metrics_listen: Optional[str] = None  # HOST:PORT of the Prometheus text endpoint
     gap_wait_seconds: float = 10.0  # a sequence gap older than this makes the run incomplete
+    dense_seq: bool = False  # every loopguard.seq is numbered 1..N (default: only those marked so)
     root_grace_seconds: float = 2.0  # after the root span ended, wait this long for stragglers
     idle_timeout_seconds: float = 30.0  # a run with no new span for this long is complete
     late_cache_size: int = 100_000  # completed run ids remembered to recognise late spans

@@ -1,8 +1,9 @@
 """One open run in the receiver: its calls reassembled into sequence order.
 
-Calls numbered by the processor (`loopguard.seq`) are judged as soon as the
-contiguous prefix grows, so findings stream. Calls without a number are held
-and judged in start-time order when the run completes. A gap that outlives
+Calls numbered by the processor (`loopguard.seq`, marked dense) are judged as soon as
+the contiguous prefix grows, so findings stream. Calls without a number are held
+and judged in start-time order when the run completes; calls whose numbers are not
+marked dense (they may skip: 10, 20, 30) are held too and judged in their order. A gap that outlives
 `gap_wait` makes the run `incomplete_trace`; judging resumes after the gap,
 patterns of calls in a row starting afresh there.
 """
@@ -19,7 +20,7 @@ from ..detect import Run
 from ..findings import INFO, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..otlp.order import order_calls
-from ..score import GuardTrail, feed_in_order, score_fields
+from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -45,7 +46,7 @@ _NO_FACTS = RunFacts()
 
 
 class RunBuffer:
-    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1):
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1, dense_seq: bool = False):
         self.run_id = run_id
         self._fp = fp
         self.run = Run(run_id, fp.policy)
@@ -79,6 +80,8 @@ class RunBuffer:
         self._last_start = 0
         self._models_seen = 0
         self._tagged = False  # calls carry loopguard.seq: judge as they arrive
+        self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
+        self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
 
     @property
     def buffered(self) -> int:
@@ -92,7 +95,9 @@ class RunBuffer:
         call = fingerprint_call(raw, self._fp)
         out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
-        if raw.seq < 1:  # payloads are not kept: only the ToolCall and its guard facts
+        if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
+            # Payloads are not kept: only the ToolCall and its guard facts. A number not
+            # promised dense orders the call but cannot tell a gap from a skip: held too.
             self.untagged.append((call, held))
             return out
         if not self._tagged:
@@ -206,7 +211,14 @@ class RunBuffer:
 
     def _judge_untagged(self) -> list[Finding]:
         held = {call.span_id: h for call, h in self.untagged}
+        numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
+        if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
+            twice = min(s for s in numbered if numbered.count(s) > 1)
+            self.untagged = []
+            return [self._conflict(RawCall(twice, ""))]
         calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
+            self._sparse_seqs = [c.seq for c in calls]
         self.untagged = []
         executed = []
         for call in calls:
@@ -235,7 +247,8 @@ class RunBuffer:
         if self.incomplete:
             return "incomplete_trace", unscorable
         self._guards_to_trail()
-        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts)
+        after = next_seq_after(self._sparse_seqs) if self._sparse_seqs else None  # else n + 1
+        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts, after)
 
     # -- integrity findings ----------------------------------------------------
     def _key_check(self, raw: RawCall) -> list[Finding]:

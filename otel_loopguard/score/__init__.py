@@ -2,7 +2,7 @@
 
 from .integrity import INCOMPLETE, INTEGRITY_ERROR, SCORED, Integrity, check
 from .release import release_violations
-from .scoring import GuardTrail, RunInput, RunReport, feed_in_order, judge, score_fields
+from .scoring import GuardTrail, RunInput, RunReport, feed_in_order, judge, next_seq_after, score_fields
 
 __all__ = [
     "INCOMPLETE",
@@ -15,6 +15,7 @@ __all__ = [
     "check",
     "feed_in_order",
     "judge",
+    "next_seq_after",
     "release_violations",
     "score_fields",
 ]

@@ -5,7 +5,10 @@ Telemetry retries are not agent loops, and missing evidence is not a clean run:
   call: deduplicated and reported as `telemetry_duplicate` (info);
 - the same span id or call id with different content, two calls claiming one
   sequence number, or digests under different key ids: `integrity_error`;
-- a gap in the sequence 1..N or a call that never finished: `incomplete_trace`.
+- a call that never finished, or a gap in a sequence its source promises to number
+  1..N (`dense`: the processor's marked `loopguard.seq`, or the caller's say-so):
+  `incomplete_trace`. Other sequences (NDJSON records, hand-numbered spans) only order
+  calls: 10, 20, 30 are three calls in a row, as the runtime dispatched them.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ class Integrity:
     findings: list[Finding]
 
 
-def check(calls: Iterable[RawCall]) -> Integrity:
+def check(calls: Iterable[RawCall], dense: bool = False) -> Integrity:
+    """`dense`: treat every sequence as numbered 1..N with no gap, whatever its source says."""
     unique, dup_findings, conflicts = _dedupe(calls)
     unique.sort(key=lambda c: c.seq)
     conflicts += _sequence_conflicts(unique) + _key_conflicts(unique)
     if conflicts:
         return Integrity(INTEGRITY_ERROR, unique, dup_findings + conflicts)
-    missing = _incomplete(unique)
+    missing = _incomplete(unique, dense or is_dense(unique))
     if missing:
         return Integrity(INCOMPLETE, unique, dup_findings + missing)
     return Integrity(SCORED, unique, dup_findings)
@@ -97,9 +101,15 @@ def _key_conflicts(calls: list[RawCall]) -> list[Finding]:
     return [_about("integrity_conflict", WARN, calls[:1], reason)]
 
 
-def _incomplete(calls: list[RawCall]) -> list[Finding]:
+def is_dense(calls: list[RawCall]) -> bool:
+    """Every call comes from a source that numbers its run 1..N (a run mixing sources does
+    not promise that its numbers meet)."""
+    return bool(calls) and all(c.seq_dense for c in calls)
+
+
+def _incomplete(calls: list[RawCall], dense: bool) -> list[Finding]:
     out: list[Finding] = []
-    gaps = _gaps([c.seq for c in calls])
+    gaps = _gaps([c.seq for c in calls]) if dense else None
     if gaps is not None:
         first, last, count, listed = gaps
         shown = ", ".join(map(str, listed)) + (" ..." if count > len(listed) else "")

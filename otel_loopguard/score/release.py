@@ -5,7 +5,7 @@ A run passes only if every rule holds; each broken rule is named.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 from ..detect.budgets import is_turn_budget
 from ..findings import AT_NEXT_CALL_KINDS, STOP, Finding
@@ -14,7 +14,15 @@ CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budg
 UNCHANGED = frozenset({"repeat", "cycle", "no_progress"})
 
 
-def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[str]:
+def _plus_one(seq: int) -> int:
+    return seq + 1
+
+
+def release_violations(score: dict[str, Any], findings: list[Finding],
+                       next_seq: Optional[Callable[[int], int]] = None) -> list[str]:
+    """`next_seq`: the sequence number of the call after a given one (sparse numbering:
+    10, 20, 30 follow each other); the next integer by default."""
+    after = next_seq or _plus_one
     out: list[str] = []
     stops = [f for f in findings if f.severity == STOP and f.kind in CONTAINABLE]
     contained = score["guard_fired"] and score["guard_before_dispatch"] and not score["executed_after_guard"]
@@ -33,7 +41,8 @@ def release_violations(score: dict[str, Any], findings: list[Finding]) -> list[s
     # A turn budget's stop lets the rest of its last turn run, however many calls that is (and
     # one reached by a model decision sits on the previous turn's call): not timed here; calls
     # run after the guard still count (executed_after_guard, uncontained_loop).
-    due = min((f.last_seq + (f.kind in AT_NEXT_CALL_KINDS) for f in stops if not is_turn_budget(f)), default=None)
+    due = min((after(f.last_seq) if f.kind in AT_NEXT_CALL_KINDS else f.last_seq
+               for f in stops if not is_turn_budget(f)), default=None)
     if guard_seq is not None and due is not None and guard_seq > due:
         out.append(
             f"guard_too_late: the stop threshold was crossed at call {first_stop}, "

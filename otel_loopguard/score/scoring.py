@@ -7,9 +7,10 @@ run after it, how did the run end and did the user get an answer.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..calls import LOCAL_KEY, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run, RunSummary
@@ -31,6 +32,7 @@ class RunInput:
     models: list[ModelCall] = field(default_factory=list)
     facts: RunFacts = RunFacts()
     guard_events: list[GuardEvent] = field(default_factory=list)
+    dense_seq: bool = False  # the source promised calls numbered 1..N: a gap is missing evidence
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class GuardTrail:
 def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     # Digests we compute ourselves carry our key id: they compare with spans tagged under it.
     own = [replace(c, key_id=fp.key_id) if c.key_id == LOCAL_KEY else c for c in run.calls]
-    integrity = check(own)
+    integrity = check(own, dense=run.dense_seq)
     executed = [c for c in integrity.calls if c.dispatched]
     calls = [fingerprint_call(c, fp) for c in executed]
     findings = _stamp(integrity.findings, run, fp)
@@ -88,17 +90,29 @@ def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
     trail = GuardTrail()
     for seq, tool, dispatched, guard in _guard_notes(integrity.calls, run.guard_events):
         trail.note(seq, tool, dispatched, guard, fp.policy)
-    score = score_fields(state.summary, findings, trail, run.facts)
+    score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in integrity.calls]))
     return RunReport(run.run_id, SCORED, findings, calls, score)
+
+
+def next_seq_after(seqs: list[int]) -> Callable[[int], int]:
+    """The sequence number of the call after call `s` (sorted `seqs`): s + 1 only when the
+    numbering is dense; after the last call, s + 1 stands for "the next one"."""
+    def after(s: int) -> int:
+        i = bisect.bisect_right(seqs, s)
+        return seqs[i] if i < len(seqs) else s + 1
+
+    return after
 
 
 def _guard_notes(records: list[RawCall], events: list[GuardEvent]) -> list[tuple[float, str, bool, Optional[str]]]:
     """Records and guard events in run order. An event sits after the calls that started
-    before it: position n + 0.5 is "in place of the call after call n"."""
+    before it: position s + 0.5 is "in place of the call after call s", where s is the
+    sequence number of the last of them (their count, when the numbering is dense)."""
     notes: list[tuple[float, str, bool, Optional[str]]] = [(r.seq, r.tool, r.dispatched, r.guard) for r in records]
+    seqs = sorted(r.seq for r in records)
     for e in events:
         before = sum(1 for r in records if r.start_ns is not None and r.start_ns <= e.time_ns)
-        notes.append((before + 0.5, e.tool or "", e.dispatched, e.kind or "repeat"))
+        notes.append(((seqs[before - 1] if before else 0) + 0.5, e.tool or "", e.dispatched, e.kind or "repeat"))
     return sorted(notes, key=lambda n: n[0])
 
 
@@ -121,8 +135,10 @@ def _stamp(findings: list[Finding], run: RunInput, fp: Fingerprinter) -> list[Fi
     return [f.stamped(run.run_id, fp.policy.version) for f in findings]
 
 
-def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardTrail, facts: RunFacts) -> dict[str, Any]:
-    """The score of a scorable run, from counts every shell keeps alike."""
+def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardTrail, facts: RunFacts,
+                 next_seq: Optional[Callable[[int], int]] = None) -> dict[str, Any]:
+    """The score of a scorable run, from counts every shell keeps alike. `next_seq`: the
+    number of the call after a given one (default: the next integer, dense numbering)."""
     fired = guard.seq is not None
     stops = [f for f in findings if f.severity == STOP]
     kinds: dict[str, int] = {}
@@ -148,6 +164,6 @@ def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardT
         "terminal_response_emitted": facts.terminal_response,
         "findings_by_kind": kinds,
     }
-    violations = release_violations(score, list(findings))
+    violations = release_violations(score, list(findings), next_seq)
     score["release"] = {"passed": not violations, "violations": violations}
     return score

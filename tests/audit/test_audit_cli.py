@@ -51,7 +51,9 @@ def passing(tmp_path: Path, name: str = "ok.ndjson", run: str = "healthy") -> Pa
 
 
 def gapped(tmp_path: Path, name: str = "gap.ndjson", run: str = "gappy") -> Path:
-    return write_ndjson(tmp_path / name, [lookup(1, run), lookup(2, run), lookup(4, run)])
+    # The run record promises numbers 1..N: only then is the missing 3 a missing call.
+    dense = {"record": "run", "run_id": run, "dense_sequence": True}
+    return write_ndjson(tmp_path / name, [lookup(1, run), lookup(2, run), lookup(4, run), dense])
 
 
 # --- text output ------------------------------------------------------------------------

@@ -273,6 +273,7 @@ def test_sequence_gap_in_processor_numbers_is_an_incomplete_trace(audit_fast, tm
     steps = looping_agent(3)
     for seq, (tool,) in zip((1, 2, 4), steps):
         tool.attributes["loopguard.seq"] = seq
+        tool.attributes["loopguard.seq.dense"] = True  # the processor's promise of 1..N
     code, doc = audit_fast.json(write_pb(tmp_path / "gap.pb", to_request(record_agent(steps))))
     run = only_run(doc)
     assert code == 3

@@ -33,6 +33,7 @@ def test_a_tool_span_of_every_convention_leaves_with_every_contract_tag(stack: S
     assert t["loopguard.tool.name"] == "lookup_order"
     assert HEX32.match(t["loopguard.args.digest"]) and HEX32.match(t["loopguard.result.digest"])
     assert t["loopguard.seq"] == 1 and type(t["loopguard.seq"]) is int
+    assert t["loopguard.seq.dense"] is True  # the promise that a gap in seq is a missing span
     assert t["loopguard.run.id"] == format(root.get_span_context().trace_id, "032x")
     assert t["loopguard.turn"] == 1 and type(t["loopguard.turn"]) is int
     assert t["loopguard.outcome"] == "ok"

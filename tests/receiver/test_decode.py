@@ -352,3 +352,13 @@ def test_an_unreadable_span_re_sent_through_another_encoder_is_still_a_duplicate
     other = decode(_request([Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s", start_time_unix_nano=1,
                                   end_time_unix_nano=3)])).spans[0]
     assert first.call is None and first.content == again.content != other.content
+
+
+def test_the_dense_mark_and_the_exact_result_digest_are_read_as_the_full_parse_reads_them() -> None:
+    tags = {"loopguard.tool.name": "t", "loopguard.seq": 3, "loopguard.seq.dense": True,
+            "loopguard.result.digest": "m" * 32, "loopguard.result.exact_digest": "e" * 32}
+    d = _one(tags)
+    assert d.call is not None
+    assert (d.call.seq, d.call.seq_dense, d.call.result_digest, d.call.result_exact_digest) == (3, True, "m" * 32, "e" * 32)
+    bare = _one({"loopguard.tool.name": "t", "loopguard.seq": 3})
+    assert bare.call is not None and bare.call.seq_dense is False  # a number alone promises no 1..N

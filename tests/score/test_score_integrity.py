@@ -120,15 +120,19 @@ def test_one_key_id_or_none_is_fine() -> None:
 
 def test_a_conflict_outranks_a_gap() -> None:
     calls = [raw(1, call_id="x"), raw(2, call_id="x", result={"status": "lost"}), raw(5)]
-    result = check(calls)
+    result = check(calls, dense=True)
     assert result.outcome == INTEGRITY_ERROR
 
 
 # --- missing evidence -> incomplete_trace ---------------------------------------------------
 
 
+# A gap is missing evidence only where the numbering is promised dense (the caller's say-so
+# here, the processor's mark on spans): elsewhere a sequence only orders calls.
+
+
 def test_a_gap_is_an_incomplete_trace_naming_the_missing_call() -> None:
-    result = check([raw(1), raw(2), raw(4)])
+    result = check([raw(1), raw(2), raw(4)], dense=True)
 
     assert result.outcome == INCOMPLETE
     assert summary(result.findings) == [("incomplete_trace", "warn", 3, 3, 1)]
@@ -140,14 +144,14 @@ def test_a_gap_is_an_incomplete_trace_naming_the_missing_call() -> None:
     [((2, 3), [1]), ((1, 4, 7), [2, 3, 5, 6]), ((1, 2, 3, 10), list(range(4, 10)))],
 )
 def test_every_gap_is_found(seqs, missing) -> None:
-    result = check([raw(s) for s in seqs])
+    result = check([raw(s) for s in seqs], dense=True)
     assert result.outcome == INCOMPLETE
     (finding,) = result.findings
     assert (finding.first_seq, finding.last_seq, finding.count) == (missing[0], missing[-1], len(missing))
 
 
 def test_a_huge_gap_is_reported_without_walking_it() -> None:
-    result = check([raw(1), raw(10**12)])
+    result = check([raw(1), raw(10**12)], dense=True)
     assert result.outcome == INCOMPLETE
     f = result.findings[0]
     assert (f.first_seq, f.last_seq, f.count) == (2, 10**12 - 1, 10**12 - 2)  # counted exactly, not capped
@@ -155,10 +159,28 @@ def test_a_huge_gap_is_reported_without_walking_it() -> None:
 
 
 def test_gaps_are_counted_exactly_past_a_thousand_and_listed_briefly() -> None:
-    result = check([raw(1), raw(1500), raw(1502)])
+    result = check([raw(1), raw(1500), raw(1502)], dense=True)
     (f,) = result.findings
     assert (f.first_seq, f.last_seq, f.count) == (2, 1501, 1499)
     assert f.reason.count(",") == 9  # ten numbers shown
+
+
+@pytest.mark.parametrize("seqs", [(1, 2, 4), (10, 20, 30), (2, 3), (1, 10**12)])
+def test_sparse_numbers_are_no_gap_unless_promised_dense(seqs) -> None:
+    assert check([raw(s) for s in seqs]).outcome == SCORED
+    assert check([raw(s) for s in seqs], dense=True).outcome == INCOMPLETE  # the same calls, promised 1..N
+
+
+def test_every_call_marked_dense_promises_the_numbering_and_one_unmarked_does_not() -> None:
+    marked = [replace(raw(s), seq_dense=True) for s in (1, 2, 4)]
+    assert check(marked).outcome == INCOMPLETE
+    assert check(marked[:2] + [raw(4)]).outcome == SCORED
+
+
+def test_an_unfinished_call_is_an_incomplete_trace_with_sparse_numbers_too() -> None:
+    result = check([raw(10), raw(20), raw(30, result=None, finished=False)])
+    assert result.outcome == INCOMPLETE
+    assert summary(result.findings) == [("incomplete_trace", "warn", 30, 30, 1)]
 
 
 def test_an_unfinished_call_is_an_incomplete_trace() -> None:
@@ -177,7 +199,7 @@ def test_an_unfinished_call_is_an_incomplete_trace() -> None:
     ids=["gap", "unfinished"],
 )
 def test_an_incomplete_run_is_unscorable_never_clean_and_never_a_confirmed_loop(calls) -> None:
-    report = judge(RunInput("r", calls), fingerprinter())
+    report = judge(RunInput("r", calls, dense_seq=True), fingerprinter())
 
     assert report.outcome == INCOMPLETE
     assert report.passed is None
@@ -187,7 +209,7 @@ def test_an_incomplete_run_is_unscorable_never_clean_and_never_a_confirmed_loop(
 
 
 def test_integrity_findings_are_stamped_with_run_and_policy_version() -> None:
-    report = judge(RunInput("run-7", [raw(1), raw(3)]), fingerprinter())
+    report = judge(RunInput("run-7", [raw(1), raw(3)], dense_seq=True), fingerprinter())
     assert all(f.run_id == "run-7" and f.policy_version == "seed-v1" for f in report.findings)
 
 
