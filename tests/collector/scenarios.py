@@ -215,12 +215,13 @@ class Layout:
         self.backend.down()
 
 
-def fanout(workdir: Path, collector_token: Optional[str] = None) -> Layout:
+def fanout(workdir: Path, collector_token: Optional[str] = None, backend_address: Optional[str] = None) -> Layout:
     """fanout.yaml: the Collector sends every span to the backend and a copy to a --findings-only receiver
-    (`collector_token`: give the Collector another token than the receiver accepts)."""
+    (`collector_token`: give the Collector another token than the receiver accepts; `backend_address`:
+    a real backend instead of the counting one, which then gets nothing)."""
     backend, secrets = CountingBackend(), Secrets.make(workdir)
     (lg,) = receivers(1, workdir, ["--findings-only"], secrets=secrets)
-    filled = fill("fanout.yaml", backend=backend.address, loopguard=[lg.address], ca=secrets.ca)
+    filled = fill("fanout.yaml", backend=backend_address or backend.address, loopguard=[lg.address], ca=secrets.ca)
     lg.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"http://127.0.0.1:{filled.ports['otlp/findings']}"
     return Layout(_collector(filled, workdir, secrets, collector_token), [lg.start()], backend, secrets)
 

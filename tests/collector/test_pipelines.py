@@ -10,10 +10,10 @@ OTLP exporter) through real `otel-loopguard serve` processes to a counting backe
 
 from __future__ import annotations
 
-import signal
+import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 import yaml
@@ -104,6 +104,39 @@ def test_a_collector_without_the_receivers_token_is_refused(tmp_path: Path, layo
     assert S.spans_received(layout.receivers[0], layout.secrets) == 0
     assert layout.backend.snapshot()[1:] == ([], [])  # no finding, no run summary
     assert "not-the-receivers-token" not in layout.receivers[0].logs()
+
+
+def test_fanout_into_phoenix(tmp_path: Path, layouts: list[S.Layout]) -> None:
+    """fanout.yaml with a real backend: the app's spans and the findings in the same Phoenix trace."""
+    from e2e.phoenix_server import phoenix_installed, running_phoenix
+
+    if not phoenix_installed():
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("arize-phoenix is not installed (the phoenix extra)")
+    with running_phoenix(tmp_path) as phoenix:
+        phoenix.wait_healthy(90)
+        layout = S.fanout(tmp_path, backend_address=f"127.0.0.1:{phoenix.grpc_port}")
+        layouts.append(layout)
+        result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=2, rate=20).result()
+        (loop,), (healthy,) = result["loops"], result["healthy"]
+
+        def stored(trace: str) -> list[dict]:
+            return phoenix.spans("default", trace)
+
+        def complete() -> bool:
+            names = [s["name"] for s in stored(loop)]
+            return len(names) >= len(result["spans"][loop]) and any(n.startswith("loopguard.run") for n in names) and any(
+                s["attributes"].get("loopguard.finding.severity") == "stop" for s in stored(loop))
+
+        S.wait_until(complete, 60, "Phoenix did not get the loop's spans, finding and summary", every=0.5,
+                     explain=layout.explain)
+        spans = stored(loop)
+        app_ids = sorted(s["context"]["span_id"] for s in spans if not s["name"].startswith("loopguard."))
+        assert app_ids == sorted(result["spans"][loop])  # every app span once
+        stops = [s for s in spans if s["attributes"].get("loopguard.finding.severity") == "stop"]
+        assert [s["attributes"]["loopguard.finding.kind"] for s in stops] == ["repeat"]
+        assert stops[0]["attributes"]["loopguard.finding.span_ids"]  # navigable without links
+        S.wait_until(lambda: any(s["name"].startswith("loopguard.run") for s in stored(healthy)), 30, "no healthy summary")
+        assert not [s for s in stored(healthy) if s["attributes"].get("loopguard.finding.severity") in ("warn", "stop")]
 
 
 def test_inline_every_span_passes_the_receiver_once(tmp_path: Path, layouts: list[S.Layout]) -> None:

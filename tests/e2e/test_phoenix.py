@@ -29,118 +29,32 @@ scripts/test.sh installs it, so CI runs this test.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
+from live import child_env, free_port, stop, tail
 
-def _phoenix_installed() -> bool:
-    """`phoenix` importable, with the server (not only the arize-phoenix-client part of the namespace)."""
-    spec = importlib.util.find_spec("phoenix")
-    return spec is not None and any(Path(p, "server", "main.py").is_file() for p in spec.submodule_search_locations or ())
-
+from .phoenix_server import Phoenix, phoenix_installed, running_phoenix
 
 pytestmark = pytest.mark.skipif(
-    not _phoenix_installed(),
+    not phoenix_installed(),
     reason="arize-phoenix is not installed (pip install -e '.[phoenix]'); this test needs a real Phoenix server",
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 PROJECT = "loopguard-e2e"
 KEY = "e2e-phoenix-" + secrets.token_hex(16)
 TOOL = "lookup_order"
 CALLS = 6
-_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-_PROXY_VARS = ("http_proxy", "https_proxy", "grpc_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _child_env(drop: Callable[[str], bool]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not drop(k) and k not in _PROXY_VARS}
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen, *, group: bool) -> None:
-    """Terminate a process this test started (its own process group for Phoenix), bounded."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-@dataclass
-class Phoenix:
-    proc: subprocess.Popen
-    http_port: int
-    grpc_port: int
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"phoenix exited with {self.proc.returncode}:\n{_tail(self.log)}"
-            try:
-                with _HTTP.open(f"{self.url}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.25)
-        raise AssertionError(f"phoenix not healthy after {timeout:.0f} s:\n{_tail(self.log)}")
-
-    def spans(self, project: str, trace_id: str) -> list[dict[str, Any]]:
-        """GET /v1/projects/{project}/spans?trace_id=...: every span Phoenix stored for the trace."""
-        query = urllib.parse.urlencode({"trace_id": trace_id, "limit": 1000})
-        try:
-            with _HTTP.open(f"{self.url}/v1/projects/{urllib.parse.quote(project)}/spans?{query}", timeout=5) as r:
-                body = json.load(r)
-        except urllib.error.HTTPError as e:
-            if e.code == 404:  # the project does not exist (yet)
-                return []
-            raise
-        assert body.get("next_cursor") is None, "more than one page of spans for one small trace"
-        return list(body["data"])
 
 
 @dataclass
@@ -153,26 +67,8 @@ class Receiver:
 
 @pytest.fixture
 def phoenix(tmp_path: Path) -> Iterator[Phoenix]:
-    workdir = tmp_path / "phoenix"
-    workdir.mkdir()
-    http_port, grpc_port = _free_port(), _free_port()
-    env = _child_env(lambda k: k.startswith(("PHOENIX_", "OTEL_")))
-    env.update(
-        PHOENIX_WORKING_DIR=str(workdir),
-        PHOENIX_HOST="127.0.0.1",
-        PHOENIX_PORT=str(http_port),
-        PHOENIX_GRPC_PORT=str(grpc_port),
-        PHOENIX_TELEMETRY_ENABLED="false",  # no FullStory / Scarf pixels
-        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",  # no WASM sandbox download, no docs MCP server
-    )
-    log = tmp_path / "phoenix.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, str(HERE / "_phoenix_loopback.py"), "serve"], cwd=workdir, env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        yield Phoenix(proc, http_port, grpc_port, log)
-    finally:
-        _stop(proc, group=True)
+    with running_phoenix(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture
@@ -181,8 +77,8 @@ def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    port = _free_port()
-    env = _child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")))
+    port = free_port()
+    env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")))
     env["OTEL_LOOPGUARD_KEY"] = KEY
     stdout, stderr = tmp_path / "receiver.out", tmp_path / "receiver.err"
     with stdout.open("w") as out, stderr.open("w") as err:
@@ -195,17 +91,17 @@ def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
         with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.enable_http_proxy", 0)]) as channel:
             health = health_pb2_grpc.HealthStub(channel)
             while True:
-                assert proc.poll() is None, f"receiver exited with {proc.returncode}:\n{_tail(stderr)}"
+                assert proc.poll() is None, f"receiver exited with {proc.returncode}:\n{tail(stderr)}"
                 try:
                     if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
                         break
                 except grpc.RpcError:
                     pass
-                assert time.monotonic() < deadline, f"receiver never became healthy:\n{_tail(stderr)}"
+                assert time.monotonic() < deadline, f"receiver never became healthy:\n{tail(stderr)}"
                 time.sleep(0.1)
         yield Receiver(proc, port, stdout, stderr)
     finally:
-        _stop(proc, group=False)
+        stop(proc)
 
 
 @dataclass
@@ -295,7 +191,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
             break
         assert time.monotonic() < deadline, (
             f"Phoenix has not stored the expected spans after 30 s; it has {sorted(s['name'] for s in spans)}\n"
-            f"receiver stderr:\n{_tail(receiver.stderr)}\nphoenix log:\n{_tail(phoenix.log)}")
+            f"receiver stderr:\n{tail(receiver.stderr)}\nphoenix log:\n{tail(phoenix.log)}")
         time.sleep(0.5)
     time.sleep(1.0)  # anything sent twice would have arrived by now
     spans = phoenix.spans(PROJECT, run.trace_id)
@@ -362,7 +258,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
 
     # SIGTERM: graceful shutdown, exit status 0.
     receiver.proc.send_signal(signal.SIGTERM)
-    assert receiver.proc.wait(20) == 0, _tail(receiver.stderr)
+    assert receiver.proc.wait(20) == 0, tail(receiver.stderr)
     err = receiver.stderr.read_text()
     assert f"finding repeat/stop tool={TOOL} run={run.trace_id} seq=1-5" in err, err
     assert KEY not in err and KEY not in receiver.stdout.read_text()

@@ -1,0 +1,95 @@
+"""A real Arize Phoenix server for end-to-end tests: started on loopback, read through its REST API.
+
+`phoenix serve` runs in its own process group, with its working directory (embedded SQLite) in
+a temp dir, telemetry and external resources off, and its OTLP/gRPC port kept on loopback by
+`_phoenix_loopback.py`. Used by tests/e2e/test_phoenix.py and tests/collector/test_pipelines.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from live import child_env, free_port, stop, tail
+
+HERE = Path(__file__).resolve().parent
+_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+
+
+def phoenix_installed() -> bool:
+    """`phoenix` importable, with the server (not only the arize-phoenix-client part of the namespace)."""
+    spec = importlib.util.find_spec("phoenix")
+    return spec is not None and any(Path(p, "server", "main.py").is_file() for p in spec.submodule_search_locations or ())
+
+
+@dataclass
+class Phoenix:
+    proc: subprocess.Popen
+    http_port: int
+    grpc_port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"phoenix exited with {self.proc.returncode}:\n{tail(self.log)}"
+            try:
+                with _HTTP.open(f"{self.url}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.25)
+        raise AssertionError(f"phoenix not healthy after {timeout:.0f} s:\n{tail(self.log)}")
+
+    def spans(self, project: str, trace_id: str) -> list[dict[str, Any]]:
+        """GET /v1/projects/{project}/spans?trace_id=...: every span Phoenix stored for the trace."""
+        query = urllib.parse.urlencode({"trace_id": trace_id, "limit": 1000})
+        try:
+            with _HTTP.open(f"{self.url}/v1/projects/{urllib.parse.quote(project)}/spans?{query}", timeout=5) as r:
+                body = json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:  # the project does not exist (yet)
+                return []
+            raise
+        assert body.get("next_cursor") is None, "more than one page of spans for one small trace"
+        return list(body["data"])
+
+
+
+@contextmanager
+def running_phoenix(tmp_path: Path) -> Iterator[Phoenix]:
+    workdir = tmp_path / "phoenix"
+    workdir.mkdir()
+    http_port, grpc_port = free_port(), free_port()
+    env = child_env(lambda k: k.startswith(("PHOENIX_", "OTEL_")))
+    env.update(
+        PHOENIX_WORKING_DIR=str(workdir),
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(http_port),
+        PHOENIX_GRPC_PORT=str(grpc_port),
+        PHOENIX_TELEMETRY_ENABLED="false",  # no FullStory / Scarf pixels
+        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",  # no WASM sandbox download, no docs MCP server
+    )
+    log = tmp_path / "phoenix.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, str(HERE / "_phoenix_loopback.py"), "serve"], cwd=workdir, env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield Phoenix(proc, http_port, grpc_port, log)
+    finally:
+        stop(proc, group=True)
