@@ -34,6 +34,25 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 say() { printf '[otelcol %3ds] %s\n' "$SECONDS" "$*" >&2; }
+
+# Reads `go ... -v` output (one line a package) and says how far it is at least every 10 s, so a
+# long build is never silent; compiler errors (file.go:line:) are shown whole.
+progress() {
+  local what=$1 count=0 last=$SECONDS line
+  while :; do
+    if IFS= read -r -t 10 line; then
+      count=$((count + 1))
+      case "$line" in *.go:*) printf '  %s\n' "$line" >&2 ;; esac
+    elif [ $? -le 128 ]; then
+      break
+    fi
+    if [ $((SECONDS - last)) -ge 10 ]; then
+      say "$what: $count lines of go output so far"
+      last=$SECONDS
+    fi
+  done
+  say "$what: done ($count lines of go output)"
+}
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 work="$dir.partial"
 rm -rf "$work"
@@ -43,7 +62,9 @@ say "building the Collector of $manifest with $(go version | cut -d' ' -f3) into
 builder="$cache/builder-$BUILDER_VERSION/builder"
 if [ ! -x "$builder" ]; then
   say "installing the Collector Builder $BUILDER_VERSION (go install)"
-  GOBIN="$(dirname "$builder")" go install "go.opentelemetry.io/collector/cmd/builder@$BUILDER_VERSION"
+  GOBIN="$(dirname "$builder")" go install -v "go.opentelemetry.io/collector/cmd/builder@$BUILDER_VERSION" 2>&1 \
+    | progress "installing the builder"
+  [ -x "$builder" ] || { say "installing the Collector Builder failed"; exit 2; }
 fi
 
 # The builder writes the sources and fetches the modules ("go: downloading ..." lines are the
@@ -56,23 +77,10 @@ if ! "$builder" --config "$work/builder.yaml" --skip-compilation 2>&1 \
 fi
 [ -f "$work/src/go.mod" ] || { say "the builder failed (rerun with --verbose: $builder --config $manifest)"; exit 2; }
 
-say "compiling (about 560 packages; a first build on 2 cores takes 2-4 minutes)"
-count=0
+say "compiling (about 1,250 packages from scratch, 5-6 minutes on 2 cores; far fewer with Go's build cache)"
 status_file="$work/status"
 ( cd "$work/src" && go build -v -trimpath -ldflags='-s -w' -o "$work/otelcol-loopguard" . 2>&1; echo $? > "$status_file" ) |
-  while :; do
-    if IFS= read -r -t 15 line; then
-      count=$((count + 1))
-      case "$line" in
-        *.go:*) printf '  %s\n' "$line" >&2 ;;  # a compiler error: show it whole
-        *) [ $((count % 100)) -eq 0 ] && say "$count packages compiled" ;;
-      esac
-    elif [ $? -gt 128 ]; then
-      say "still compiling ($count packages so far)"  # one large package: never silent for long
-    else
-      break
-    fi
-  done
+  progress "compiling"
 if [ "$(cat "$status_file")" != 0 ]; then
   say "compiling failed"
   exit 2

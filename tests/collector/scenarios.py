@@ -23,6 +23,8 @@ import grpc
 
 from live import ROOT, ReceiverProcess, child_env, free_port, tail, wait_until  # noqa: F401 (wait_until: tests)
 
+from otel_loopguard.findings import INTEGRITY_KINDS
+
 from .backend import CountingBackend, Stored
 from .otelcol import Collector, fill
 
@@ -125,7 +127,8 @@ class Delivery:
     loops: int
     loops_stopped: int
     loops_incomplete: int
-    healthy_flagged: int
+    healthy_flagged: int  # healthy runs with a loop finding at warn or above
+    runs_incomplete: int  # runs with an incomplete_trace finding (calls missing: a restart cut them)
     summaries: int
     unjudged: int  # runs that never got a summary (no loopguard.run span)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -157,6 +160,9 @@ def delivery(backend: CountingBackend, result: dict[str, Any]) -> Delivery:
     def incomplete(run: str) -> bool:
         return any(f.kind == "incomplete_trace" for f in found.get(run, []))
 
+    def flagged(run: str) -> bool:  # a loop verdict; missing evidence (incomplete_trace) is counted apart
+        return any(f.severity in ("warn", "stop") and f.kind not in INTEGRITY_KINDS for f in found.get(run, []))
+
     loops, healthy = result["loops"], result["healthy"]
     return Delivery(
         created=len(spans),
@@ -166,7 +172,8 @@ def delivery(backend: CountingBackend, result: dict[str, Any]) -> Delivery:
         loops=len(loops),
         loops_stopped=sum(stopped(r) for r in loops),
         loops_incomplete=sum(incomplete(r) and not stopped(r) for r in loops),
-        healthy_flagged=sum(any(f.severity in ("warn", "stop") for f in found.get(r, [])) for r in healthy),
+        healthy_flagged=sum(flagged(r) for r in healthy),
+        runs_incomplete=sum(incomplete(r) for r in [*loops, *healthy]),
         summaries=len(summaries),
         unjudged=len((set(loops) | set(healthy)) - set(by_run(summaries))),
     )
