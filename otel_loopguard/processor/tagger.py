@@ -27,8 +27,8 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
-from ..detect.run import STOPPED_EARLIER
-from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, STOP, WARN, Finding
+from ..detect.run import STOPPED_EARLIER, stops_run
+from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
 from .config import ProcessorConfig
 
@@ -76,7 +76,7 @@ def interesting(span: ReadableSpan) -> bool:
 
 class _RunState:
     __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
-                 "stopped", "stopped_mark", "turn_limit")
+                 "stopped", "stopped_mark", "turn_limit", "capped")
 
     def __init__(self, run: Run):
         self.run = run
@@ -92,6 +92,8 @@ class _RunState:
         self.stopped_mark: Optional[Finding] = None  # what every call after the stop is marked with
         # The turn budget's stop and the last turn it allows: marks the first call of a later turn.
         self.turn_limit: Optional[tuple[Finding, int]] = None
+        # Per-tool caps reached: tool -> its stop, which marks every later call of that tool only.
+        self.capped: dict[str, Finding] = {}
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
@@ -238,9 +240,10 @@ class Tagger:
         # limit at the first call of a later turn: would_block marks the call enforce denies.
         pending = state.budget_findings
         stopped = state.stopped  # by an earlier call: enforce mode denies every call after it
+        capped = state.capped.get(call.tool)  # a cap reached earlier: this tool's calls are denied
         released = _turn_limit_passed(state, call)
         new = state.run.observe(call)
-        if not new and not pending and stopped is None and released is None:
+        if not new and not pending and stopped is None and released is None and capped is None:
             return new  # the usual call: nothing found, nothing waiting
         limits = [f for f in new if state.run.is_turn_limit(f)]
         if limits:  # reached by this call's turn: held until a later turn begins
@@ -249,13 +252,16 @@ class Tagger:
         if released is not None:
             pending = pending + [released]
         if stopped is None:
-            state.stopped = released or next(
-                (f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
+            state.stopped = released or next((f for f in new if stops_run(f)), None)
             if state.stopped is not None:
                 state.stopped_mark = _stopped_earlier(state.stopped)
-        state.budget_findings = [f for f in new if f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS]
+        for f in new:
+            if f.severity == STOP and f.kind in TOOL_LEVEL_KINDS and f.tool is not None:
+                state.capped.setdefault(f.tool, f)
+        at_next = [f for f in new if f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS]
+        state.budget_findings = [f for f in at_next if f.kind not in TOOL_LEVEL_KINDS]
         out = pending + [f for f in new if not (f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS)]
-        mark = state.stopped_mark if stopped is not None else None
+        mark = state.stopped_mark if stopped is not None else capped
         if mark is not None and not any(f.severity == STOP for f in out):
             out.append(mark)
         return out

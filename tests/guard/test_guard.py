@@ -357,15 +357,14 @@ def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_pa
 
 
 def test_another_stop_in_the_last_allowed_turn_ends_it_and_earlier_turns_do_not_come_back(tmp_path: Any) -> None:
-    guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 2, max_tool_calls: null, max_seconds: null}\n"
-                             "tools:\n  a: {max_calls: 2}\n")
+    guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 2, max_tool_calls: 3, max_seconds: null}\n")
     actions = []
     for turn, tool, x in [(1, "b", 0), (2, "a", 1), (2, "a", 2), (2, "c", 3), (2, "d", 4)]:
         d = guard.check(tool, {"x": x}, run_id="r", turn=turn)
         actions.append(d.action)
         if not d.denied:
             guard.record(d, f"r{x}", True, run_id="r")
-    assert actions == ["allow", "allow", "allow", "deny", "deny"]  # the cap, reached in turn 2, stops it
+    assert actions == ["allow", "allow", "allow", "deny", "deny"]  # the call budget, reached in turn 2, stops it
 
     guard = _guard(tmp_path, "version: t2\nbudget: {max_turns: 3, max_tool_calls: null, max_seconds: null}\n")
     actions = []
