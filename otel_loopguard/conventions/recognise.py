@@ -60,6 +60,12 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Reco
     return None
 
 
+def is_tool_span(attributes: Mapping[str, Any]) -> bool:
+    """Whether the attributes mark a tool call under any convention. Markers are set when a
+    span starts, so this answers for a span still open (the guard's decision span)."""
+    return any(attributes.get(c.marker) in c.marker_values for c in TOOL_CONVENTIONS)
+
+
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         value = attributes.get(key)

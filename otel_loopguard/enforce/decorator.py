@@ -18,6 +18,8 @@ from typing import Any, Callable, Optional, TypeVar
 
 from opentelemetry import trace
 
+from ..conventions import attributes as conv
+from ..conventions import is_tool_span
 from ..conventions.payloads import NUDGE_MARK
 from .guard import DENY, WARN, Decision, Guard
 
@@ -30,20 +32,35 @@ def current_run_id() -> str:
     return format(ctx.trace_id, "032x") if ctx.is_valid else "local"
 
 
-def record_decision(decision: Decision, tool: str) -> None:
+def record_decision(decision: Decision, tool: str, span: Optional[trace.Span] = None) -> None:
+    """The decision as a `loopguard.decision` event on the current span (or `span`). An
+    observe-only decision says what enforce mode would do (`would_warn`, `would_block`). A
+    denial inside an open tool span (the application's own `execute_tool` span around the
+    call, or the framework's) marks that span as not dispatched, so the processor, the
+    receiver and the audit count it as a call that did not run."""
     if decision.action not in (DENY, WARN):
         return
-    verb = {DENY: "deny" if decision.enforced else "would_block", WARN: "warn"}[decision.action]
-    trace.get_current_span().add_event(
+    span = span if span is not None else trace.get_current_span()
+    span.add_event(
         "loopguard.decision",
         {
-            "loopguard.decision": verb,
+            "loopguard.decision": decision_verb(decision),
             "loopguard.finding.kind": decision.kind or "",
             "loopguard.finding.reason": decision.reason,
             "loopguard.tool.name": tool,
             "loopguard.dispatched": not decision.denied,
         },
     )
+    if decision.denied and is_tool_span(getattr(span, "attributes", None) or {}):
+        span.set_attribute(conv.DISPATCHED, False)
+        span.set_attribute(conv.GUARD, decision.kind or "")
+
+
+def decision_verb(decision: Decision) -> str:
+    """deny / warn when the guard acts, would_block / would_warn when it only observes."""
+    if decision.action == DENY:
+        return "deny" if decision.enforced else "would_block"
+    return "warn" if decision.enforced else "would_warn"
 
 
 def nudge(result: Any, message: str) -> Any:

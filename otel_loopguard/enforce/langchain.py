@@ -130,8 +130,7 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         run_id = self._run_id(request, span)
         turn = self._turns.turn(run_id, _requesting_message(request))
         decision = self.guard.check(tool, dict(call.get("args") or {}), run_id=run_id, turn=turn)
-        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            record_decision(decision, tool)
+        record_decision(decision, tool, span)
         return decision, run_id
 
     def _after(self, request: ToolCallRequest, decision: Decision, run_id: str, result: ToolResult) -> ToolResult:

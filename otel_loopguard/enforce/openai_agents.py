@@ -39,10 +39,8 @@ from agents import (
     default_tool_error_function,
 )
 from agents.tracing import get_current_span as current_sdk_span
-from opentelemetry import trace
 
 from ..bounded import BoundedMap
-from ..conventions import attributes as conv
 from .decorator import current_run_id, nudge, record_decision
 from .guard import MAX_RUNS, WARN, Decision, Guard
 
@@ -93,12 +91,10 @@ class LoopguardGuardrails:
         turn = self._turns.turn(run_id, ctx.usage)
         # Raw model JSON, as on the span: the fingerprinter parses and canonicalises it.
         decision = self.guard.check(tool, ctx.tool_arguments or "{}", run_id=run_id, turn=turn)
-        # Inside the SDK's function span: with an OTel bridge this is the call's tool span.
+        # Inside the SDK's function span: with an OTel bridge this is the call's tool span,
+        # which a denial marks as not dispatched (record_decision).
         record_decision(decision, tool)
         if decision.denied:
-            span = trace.get_current_span()
-            span.set_attribute(conv.DISPATCHED, False)
-            span.set_attribute(conv.GUARD, decision.kind or "")
             return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=_info(decision))
         setattr(ctx, _PENDING, _Pending(decision, run_id))
         return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))

@@ -63,10 +63,10 @@ class Outcome:
         return sum(1 for t, _ in self.ran if t == tool)
 
 
-def _guard(tmp_path: Any) -> ToolGuard:
+def _guard(tmp_path: Any, enforce: bool = True) -> ToolGuard:
     path = tmp_path / "policy.yaml"
     path.write_text(POLICY, encoding="utf-8")
-    return make_guard(key=KEY, policy=str(path))
+    return make_guard(key=KEY, policy=str(path), enforce=enforce)
 
 
 def _guard_decisions(spans: list[ReadableSpan]) -> list[tuple[str, str, str]]:
@@ -181,7 +181,7 @@ def drive(request: pytest.FixtureRequest, tmp_path: Any, monkeypatch: pytest.Mon
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-no-network")
     monkeypatch.setenv("TRACELOOP_METRICS_ENABLED", "false")
     adapter = ADAPTERS[request.param]
-    return lambda turns: adapter(_guard(tmp_path), turns)
+    return lambda turns, enforce=True: adapter(_guard(tmp_path, enforce), turns)
 
 
 def _times(call: Call, n: int) -> list[list[Call]]:
@@ -235,3 +235,12 @@ def test_negative_control_the_same_tools_with_new_answers_run_untouched(drive: A
 
     assert out.denied() == [] and len(out.ran) == 10
     assert not [d for d in out.decisions if d[0] in ("deny", "would_block")]
+
+
+def test_an_observe_only_guard_records_would_warn_and_would_block_and_changes_nothing(drive: Any) -> None:
+    out = drive(_times(A12, 6), enforce=False)
+
+    assert out.count("lookup_order") == 6 and out.denied() == []
+    assert not any("[loop guard]" in o or "loop_guard_notice" in o for o in out.outputs)  # no nudge given
+    verbs = [d[0] for d in out.decisions]
+    assert verbs == ["would_warn", "would_warn", "would_block", "would_block"]  # never warn / deny
