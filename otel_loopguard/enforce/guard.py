@@ -20,6 +20,7 @@ from ..calls import RawCall, ToolCall
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER
 from ..findings import TOOL_LEVEL_KINDS, Finding
+from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
 
@@ -68,9 +69,10 @@ class _RunState:
 
 
 class Guard:
-    def __init__(self, fp: Fingerprinter, enforce: bool = True):
+    def __init__(self, fp: Fingerprinter, enforce: bool = True, *, mode: Optional[GuardMode] = None):
         self._fp = fp
-        self._enforce = enforce
+        # The process's one mode (mode.py), asked at each check; without one, `enforce` decides.
+        self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
 
@@ -79,7 +81,15 @@ class Guard:
         """The policy this guard judges by (its version is stamped on every finding)."""
         return self._fp.policy
 
+    @property
+    def mode(self) -> str:
+        """`enforce` or `observe`, as the next check will apply it (docs/guard.md, "Mode")."""
+        return self._mode.current()
+
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
+        enforcing = self._mode.current() == "enforce"
+        if enforcing:
+            note_enforced_run(run_id)  # its spans say loopguard.mode=enforce
         with self._lock:
             state = self._state(run_id)
             proposed = fingerprint_call(
@@ -90,7 +100,7 @@ class Guard:
             stop, stopped_earlier, by_enforced = _pick_stop(verdicts, state.stop)
             # A run stopped only by an observe-only tool: enforce mode would not deny this call
             # (rollout: an observed tool never denies another), so it is a would_block at most.
-            enforced = self._enforce and tool_enforced and by_enforced
+            enforced = enforcing and tool_enforced and by_enforced
             if stop is not None and tool_enforced and by_enforced:
                 # An observe-only guard stops the run too: its decisions say what enforce mode
                 # would do, and enforce mode would deny every later call.

@@ -30,6 +30,7 @@ from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
 from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
+from ..mode import enforced_run
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -164,10 +165,14 @@ class Tagger:
             turn = state.turn_at(span.start_time or 0)
         action = self._fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.RUN_ID: run_id,
-                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._config.mode}
+                conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._mode(run_id)}
         if turn is not None:
             tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
+
+    def _mode(self, run_id: str) -> str:
+        """`enforce` for a run an enforcing guard judged, else the mode install() resolved."""
+        return "enforce" if enforced_run(run_id) else self._config.mode
 
     @staticmethod
     def _next_seq(state: _RunState) -> int:
@@ -336,7 +341,7 @@ class Tagger:
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
             conv.KEY_ID: self._fp.key_id,
-            conv.MODE: self._config.mode,
+            conv.MODE: self._mode(run_id),
         }
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result
