@@ -9,11 +9,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
 from ..mode import GuardMode, ModeError
 from .decorator import current_run_id, guarded, nudge, record_decision
-from .guard import ALLOW, DENY, WARN, Decision, Guard
+from .guard import ALLOW, DENY, WARN, WRAP_UP, Decision, Guard, Stop
+
+
+T = TypeVar("T")
 
 
 class ToolGuard(Guard):
@@ -23,6 +26,22 @@ class ToolGuard(Guard):
         if fn is None:
             return guarded(self, name)
         return guarded(self, name)(fn)
+
+    def stopped(self, run_id: Optional[str] = None) -> Optional[Stop]:
+        """Did the guard stop the run? The current trace's run (as the decorator judges it)
+        unless `run_id` is given; None while it goes on."""
+        return super().stopped(run_id or current_run_id())
+
+    def wrap_up(self, answer: Callable[[str], T]) -> T:
+        """Seed 001's wrap-up for a loop the application owns: `answer(WRAP_UP)` makes the one
+        tool-free model turn (tools disabled through the provider's setting), its result is
+        returned as the partial result, and `loop_guard` is recorded as the run's ending on the
+        current span (call it inside the run's span)."""
+        from .. import record_termination
+
+        result = answer(WRAP_UP)
+        record_termination("loop_guard")
+        return result
 
 
 GUARD_ARGUMENTS = ("mode", "policy", "key", "key_file", "enforce")
@@ -63,5 +82,5 @@ def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -
                         f"{', '.join(unknown)}; it takes {', '.join(known)} (docs/guard.md)")
 
 
-__all__ = ["ALLOW", "DENY", "WARN", "Decision", "GUARD_ARGUMENTS", "Guard", "ToolGuard", "check_arguments", "current_run_id",
+__all__ = ["ALLOW", "DENY", "WARN", "WRAP_UP", "Decision", "Stop", "GUARD_ARGUMENTS", "Guard", "ToolGuard", "check_arguments", "current_run_id",
            "guarded", "make_guard", "nudge", "record_decision"]

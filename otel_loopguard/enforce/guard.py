@@ -41,6 +41,21 @@ STOPPED = (
     "run. Do not call tools again; answer with what you already have and say what is missing."
 )
 
+# Seed 001's graceful wrap-up: the one tool-free model turn after a stop, whose answer is the
+# run's partial result. Every adapter sends this text (docs/guard.md, "Wrap-up").
+WRAP_UP = (
+    "Stop here. Do not call any more tools. Summarize what you did, what you found, and what is "
+    "blocking you, so the work can continue later."
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the guard stopped a run: the finding kind and its reason."""
+
+    kind: str
+    reason: str
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -85,6 +100,17 @@ class Guard:
     def mode(self) -> str:
         """`enforce` or `observe`, as the next check will apply it (docs/guard.md, "Mode")."""
         return self._mode.current()
+
+    def stopped(self, run_id: str) -> Optional[Stop]:
+        """The run-level stop this guard enforces in `run_id` (an enforced tool's call caused
+        it), or None: the run goes on, was stopped only by an observe-only tool, or the guard
+        only observes. Once set it stays: the run's later enforced calls are denied."""
+        if self.mode != "enforce":
+            return None
+        with self._lock:
+            state = self._runs.get(run_id)
+            stop = state.stop if state is not None else None
+        return Stop(*stop) if stop is not None else None
 
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
         enforcing = self._mode.current() == "enforce"

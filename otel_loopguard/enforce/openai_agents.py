@@ -26,29 +26,34 @@ import itertools
 import json
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from agents import (
     Agent,
     FunctionTool,
+    ModelSettings,
+    Runner,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolOutputGuardrail,
     ToolOutputGuardrailData,
+    ToolsToFinalOutputResult,
     default_tool_error_function,
 )
 from agents.tracing import get_current_span as current_sdk_span
 
 from ..bounded import BoundedMap
 from .decorator import current_run_id, nudge, record_decision
-from .guard import MAX_RUNS, WARN, Decision, Guard
+from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
 NAME = "otel_loopguard"
 _PENDING = "_otel_loopguard_pending"  # on the ToolContext: the SDK builds one per call
 _RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
 _USAGE = "_otel_loopguard_usage"  # on the run's Usage: which Runner.run a request count belongs to
 _TURNS = "_otel_loopguard_turns"  # on the Guard: the turn numbering of its runs
+_STOP = "_otel_loopguard_stop"  # on the run's context: the guard's stop that ended it
 
 
 class _Pending:
@@ -177,9 +182,63 @@ def guard_tools(guard: Guard | LoopguardGuardrails, tools: Iterable[Any]) -> lis
     return out
 
 
-def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any]) -> Agent[Any]:
-    guard_tools(guard, agent.tools)
+def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any], *, end_on_stop: bool = False) -> Agent[Any]:
+    """The guardrails on every function tool. With `end_on_stop` (what `run_guarded` uses),
+    and when the agent runs the model again after its tools (the default
+    `tool_use_behavior`), a behaviour that ends the run once the guard stopped it
+    (`final_output` is then the stop's reason; `run_guarded` wraps it up). Without it the
+    model reads the denial, which tells it to answer, and the run goes on."""
+    rails = guard if isinstance(guard, LoopguardGuardrails) else LoopguardGuardrails(guard)
+    guard_tools(rails, agent.tools)
+    if end_on_stop and agent.tool_use_behavior == "run_llm_again":
+        agent.tool_use_behavior = _EndWhenStopped(rails.guard)
     return agent
+
+
+class _EndWhenStopped:
+    """`tool_use_behavior`: after each turn's tools, end the run if the guard stopped it."""
+
+    def __init__(self, guard: Guard):
+        self.guard = guard
+
+    def __call__(self, context: Any, results: Any) -> ToolsToFinalOutputResult:
+        stop = self.guard.stopped(_run_id(context))
+        if stop is None:
+            return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
+        # The SDK may turn the final output into text: the stop itself goes on the run's context.
+        setattr(context, _STOP, stop)
+        return ToolsToFinalOutputResult(is_final_output=True, final_output=stop.reason)
+
+
+@dataclass(frozen=True)
+class GuardedRun:
+    """What `run_guarded` returns: the answer (the wrap-up's partial result when stopped), the
+    guard's stop (None when the agent finished by itself), and the SDK's last RunResult."""
+
+    final_output: Any
+    stopped: Optional[Stop]
+    result: Any
+
+
+async def run_guarded(guard: Guard, agent: Agent[Any], input: Any, **runner_kwargs: Any) -> GuardedRun:
+    """`Runner.run` with the guard and seed 001's wrap-up: when the guard stops the run, one
+    more model turn with tools disabled (`tool_choice="none"`) and the wrap-up instruction
+    answers, that answer is the partial result, and `loop_guard` is recorded as the run's
+    ending on the current span (call it inside the run's span)."""
+    from .. import record_termination
+
+    guard_agent(guard, agent, end_on_stop=True)
+    result = await Runner.run(agent, input, **runner_kwargs)
+    stop: Optional[Stop] = getattr(result.context_wrapper, _STOP, None)
+    if stop is None:
+        return GuardedRun(result.final_output, None, result)
+    closing = agent.clone(model_settings=agent.model_settings.resolve(ModelSettings(tool_choice="none")),
+                          tool_use_behavior="run_llm_again")
+    kept = {k: v for k, v in runner_kwargs.items() if k in ("context", "run_config", "hooks")}
+    final = await Runner.run(closing, [*result.to_input_list(), {"role": "user", "content": WRAP_UP}],
+                             max_turns=1, **kept)
+    record_termination("loop_guard")
+    return GuardedRun(final.final_output, stop, final)
 
 
 def _info(decision: Decision) -> dict[str, Any]:
