@@ -119,13 +119,13 @@ class LoopguardGuardrails:
             return ToolGuardrailFunctionOutput.allow()
         if not isinstance(result, (str, dict)):
             return ToolGuardrailFunctionOutput.allow()  # structured outputs are left alone
-        # The SDK sends plain values to the model as str(value): the nudge is appended to
-        # that text, where result digests strip it again (conventions/payloads.py), so a
-        # nudged result never looks like new information.
-        # A dict goes as JSON, the form instrumentations record un-nudged dict results in.
-        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        message = nudge(text, pending.decision.message)
-        return ToolGuardrailFunctionOutput.reject_content(message, output_info=_info(pending.decision))
+        # The nudge in the one format every adapter uses (decorator.nudge): appended to text
+        # after its marker, a `loop_guard_notice` key in a dict. Result digests strip both
+        # (conventions/payloads.py, the default volatile fields), so a nudged result never
+        # looks like new information. A dict goes as JSON: the SDK would send str(value).
+        nudged = nudge(result, pending.decision.message)
+        text = nudged if isinstance(nudged, str) else json.dumps(nudged, ensure_ascii=False, default=str)
+        return ToolGuardrailFunctionOutput.reject_content(text, output_info=_info(pending.decision))
 
 
 class _Turns:

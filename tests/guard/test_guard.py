@@ -343,6 +343,11 @@ def test_agents_with_their_own_guards_are_judged_apart_in_one_trace() -> None:
     assert loop_then_escalate(make_guard(key=KEY), make_guard(key=KEY)) == "allow"
 
 
+def _ran_or_denied(d: Any) -> str:
+    """allow or deny: these tests are about what runs (warn-level nudges run too)."""
+    return "deny" if d.action == "deny" else "allow"
+
+
 def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_path: Any) -> None:
     """max_turns is the last turn allowed: its parallel siblings run; the next turn does not."""
     guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 3, max_tool_calls: null, max_seconds: null}\n")
@@ -350,7 +355,7 @@ def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_pa
     for turn in (1, 2, 3, 4):
         for tool in ("a", "b"):
             d = guard.check(tool, {"x": turn}, run_id="r", turn=turn)
-            actions.append(d.action)
+            actions.append(_ran_or_denied(d))
             if not d.denied:
                 guard.record(d, "ok", True, run_id="r")
     assert actions == ["allow"] * 6 + ["deny", "deny"]
@@ -361,7 +366,7 @@ def test_another_stop_in_the_last_allowed_turn_ends_it_and_earlier_turns_do_not_
     actions = []
     for turn, tool, x in [(1, "b", 0), (2, "a", 1), (2, "a", 2), (2, "c", 3), (2, "d", 4)]:
         d = guard.check(tool, {"x": x}, run_id="r", turn=turn)
-        actions.append(d.action)
+        actions.append(_ran_or_denied(d))
         if not d.denied:
             guard.record(d, f"r{x}", True, run_id="r")
     assert actions == ["allow", "allow", "allow", "deny", "deny"]  # the call budget, reached in turn 2, stops it
@@ -370,7 +375,7 @@ def test_another_stop_in_the_last_allowed_turn_ends_it_and_earlier_turns_do_not_
     actions = []
     for turn in (1, 2, 3, 4, 1, 3):  # turn numbers seen before (another agent's counter) after the limit
         d = guard.check("a", {"x": len(actions)}, run_id="r", turn=turn)
-        actions.append(d.action)
+        actions.append(_ran_or_denied(d))
         if not d.denied:
             guard.record(d, f"r{len(actions)}", True, run_id="r")
     assert actions == ["allow", "allow", "allow", "deny", "deny", "deny"]
@@ -389,7 +394,7 @@ def test_after_the_last_turn_is_over_the_turn_limit_stays_the_reason(tmp_path: A
         seen = []
         for turn, tool in [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b")]:
             d = guard.check(tool, {"x": len(seen)}, run_id="r", turn=turn)
-            seen.append((d.action, d.kind))
+            seen.append((d.action, d.kind) if d.action == "deny" else ("allow", None))
             if not d.denied:
                 guard.record(d, f"r{len(seen)}", True, run_id="r")
         decisions[enforce] = seen
@@ -488,3 +493,17 @@ def test_an_observe_only_guard_records_what_it_would_do(enforce: bool, verbs: li
     assert [e.attributes["loopguard.decision"] for e in root.events] == verbs
     assert len(invoked) == (4 if enforce else 5)
     assert any("loop_guard_notice" in r for r in results if isinstance(r, dict)) is enforce  # nudged only when enforced
+
+
+def test_a_turn_budget_nudges_the_first_call_of_each_turn_from_warn_ratio(tmp_path: Any) -> None:
+    """Turn 20 of 25 (warn_ratio 0.8) is told where it stands; its sibling is not told twice."""
+    guard = _guard(tmp_path, "version: t5\nbudget: {max_turns: 25, max_tool_calls: null, max_seconds: null}\n")
+    nudged = []
+    for turn in range(1, 23):
+        for sibling in ("a", "b"):
+            d = guard.check(sibling, {"turn": turn}, run_id="r", turn=turn)
+            if d.action == "warn":
+                nudged.append((turn, sibling, d.message))
+            guard.record(d, f"r{turn}{sibling}", True, run_id="r")
+    assert [(t, s) for t, s, _ in nudged] == [(20, "a"), (21, "a"), (22, "a")]
+    assert nudged[0][2].startswith("[loop guard] this is turn 20 of the 25 the run may take. Change your approach")

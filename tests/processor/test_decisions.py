@@ -204,7 +204,7 @@ def test_the_guard_denies_the_same_call_observe_only_marks(tmp_path: Path) -> No
         verdicts.append(decision.action)
         if decision.action != "deny":
             guard.record(decision, {"n": n}, True, run_id="r")
-    assert verdicts == ["allow", "allow", "deny"]
+    assert verdicts == ["allow", "warn", "deny"]  # the cap's last call is nudged (warn_ratio 0.8 of 2)
 
 
 @pytest.mark.parametrize("policy, calls", [(None, 8), ("cap", 6)])
