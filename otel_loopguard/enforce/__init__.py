@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
+from typing import Any, Callable, ContextManager, Iterable, Optional, Sequence, TypeVar
 
 from ..mode import GuardMode, ModeError
-from .decorator import current_run_id, guarded, nudge, record_decision
+from .decorator import current_run_id, guarded, nudge, record_decision, run_scope, scoped_run_id
 from .guard import ALLOW, DENY, WARN, WRAP_UP, Decision, Guard, Stop
 
 
@@ -26,6 +26,12 @@ class ToolGuard(Guard):
         if fn is None:
             return guarded(self, name)
         return guarded(self, name)(fn)
+
+    def run(self, run_id: Optional[str] = None) -> ContextManager[str]:
+        """`with guard.run("ticket-42"):` — the calls inside are one run, whatever the trace
+        (a new id when none is given); for code without a trace, where every call would
+        otherwise share the process-wide run "local"."""
+        return run_scope(run_id)
 
     def stopped(self, run_id: Optional[str] = None) -> Optional[Stop]:
         """Did the guard stop the run? The current trace's run (as the decorator judges it)
@@ -83,4 +89,4 @@ def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -
 
 
 __all__ = ["ALLOW", "DENY", "WARN", "WRAP_UP", "Decision", "Stop", "GUARD_ARGUMENTS", "Guard", "ToolGuard", "check_arguments", "current_run_id",
-           "guarded", "make_guard", "nudge", "record_decision"]
+           "guarded", "make_guard", "nudge", "record_decision", "run_scope", "scoped_run_id"]

@@ -12,9 +12,13 @@ the current span before the tool runs, so it precedes any span the tool starts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from typing import Any, Callable, Optional, TypeVar
+import logging
+import uuid
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from opentelemetry import trace
 
@@ -24,12 +28,52 @@ from ..conventions.payloads import NUDGE_MARK
 from .guard import DENY, WARN, Decision, Guard
 
 F = TypeVar("F", bound=Callable[..., Any])
+_log = logging.getLogger("otel_loopguard.enforce")
+
+
+# The run named by `with guard.run(...)`: for code without a trace (a worker, a script).
+_RUN_SCOPE: ContextVar[Optional[str]] = ContextVar("otel_loopguard_run", default=None)
+LOCAL_RUN = "local"
+_warned_local = False
+
+
+def scoped_run_id() -> Optional[str]:
+    """The run of the innermost `guard.run(...)` block, if any."""
+    return _RUN_SCOPE.get()
+
+
+@contextlib.contextmanager
+def run_scope(run_id: Optional[str] = None) -> Iterator[str]:
+    """Calls inside the block are one run, named `run_id` (a new id when None), whatever the
+    trace; blocks nest, the innermost wins; the previous run is back after the block."""
+    name = run_id or f"run-{uuid.uuid4().hex}"
+    token = _RUN_SCOPE.set(name)
+    try:
+        yield name
+    finally:
+        _RUN_SCOPE.reset(token)
 
 
 def current_run_id() -> str:
-    """The current trace, as the processor's default run id; "local" outside any trace."""
+    """The run a call belongs to: the `guard.run(...)` block, else the current trace (the
+    processor's default run id), else the one shared run "local"."""
+    scoped = _RUN_SCOPE.get()
+    if scoped is not None:
+        return scoped
     ctx = trace.get_current_span().get_span_context()
-    return format(ctx.trace_id, "032x") if ctx.is_valid else "local"
+    if ctx.is_valid:
+        return format(ctx.trace_id, "032x")
+    _warn_local()
+    return LOCAL_RUN
+
+
+def _warn_local() -> None:
+    global _warned_local
+    if not _warned_local:
+        _warned_local = True
+        _log.warning("otel-loopguard: a guarded call outside any trace and any guard.run() block is judged in "
+                     "the one run %r shared by the whole process: once stopped, it stays stopped; wrap each "
+                     "agent run in `with guard.run(...)` or a span (docs/guard.md, Runs)", LOCAL_RUN)
 
 
 def record_decision(decision: Decision, tool: str, span: Optional[trace.Span] = None) -> None:

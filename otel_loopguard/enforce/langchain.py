@@ -53,7 +53,7 @@ from langgraph.types import Command
 from opentelemetry import trace
 
 from ..bounded import BoundedMap
-from .decorator import nudge, record_decision
+from .decorator import nudge, record_decision, scoped_run_id
 from .. import record_termination
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
@@ -190,6 +190,9 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             chosen = self._run_id_fn(request)
             if chosen:
                 return str(chosen)
+        scoped = scoped_run_id()  # `with guard.run(...)` around the invocation
+        if scoped is not None:
+            return scoped
         ctx = span.get_span_context()
         if ctx.is_valid:
             return format(ctx.trace_id, "032x")

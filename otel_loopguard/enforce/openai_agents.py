@@ -43,9 +43,10 @@ from agents import (
     default_tool_error_function,
 )
 from agents.tracing import get_current_span as current_sdk_span
+from opentelemetry import trace
 
 from ..bounded import BoundedMap
-from .decorator import current_run_id, nudge, record_decision
+from .decorator import nudge, record_decision, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
 NAME = "otel_loopguard"
@@ -254,9 +255,12 @@ def _ours(guardrail: Any) -> bool:
 def _run_id(ctx: Any) -> str:
     """The trace, like the processor's default run id; without an OTel trace, one id per
     Runner.run (kept on the run's Usage, which every tool call of the run shares)."""
-    run_id = current_run_id()
-    if run_id != "local":
-        return run_id
+    scoped = scoped_run_id()  # `with guard.run(...)` around Runner.run
+    if scoped is not None:
+        return scoped
+    ctx_span = trace.get_current_span().get_span_context()
+    if ctx_span.is_valid:
+        return format(ctx_span.trace_id, "032x")
     usage = ctx.usage
     own = getattr(usage, _RUN, None)
     if own is None:
