@@ -86,6 +86,11 @@ class LoopguardSpanProcessor(SpanProcessor):
         """Called once when this processor shuts down (install() forgets its mode then)."""
         self._shutdown_hooks.append(hook)
 
+    @property
+    def delegates(self) -> tuple[SpanProcessor, ...]:
+        """The processors tagged spans are handed on to (the exporters' processors)."""
+        return tuple(self._delegates)
+
     def add_delegate(self, processor: SpanProcessor) -> None:
         self._delegates = [*self._delegates, processor]  # a new list: hooks iterating the old one go on
 
