@@ -66,7 +66,9 @@ class GuardTrail:
         calls that started after it. The earliest decision is the one the score reports."""
         if self.seq is None or position < self.seq:
             self.seq, self.kind, self.dispatched = position, kind or "repeat", dispatched
-            self.executed_after = executed_after
+        # A later run-level decision counts no more calls than the earliest; a cap's counts
+        # only its tool's, so a run-level one after it may count more.
+        self.executed_after = max(self.executed_after, executed_after)
 
     def note(self, seq: float, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
         decision = guard is not None or not dispatched
