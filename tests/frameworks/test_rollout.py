@@ -244,3 +244,13 @@ def test_an_observe_only_guard_records_would_warn_and_would_block_and_changes_no
     assert not any("[loop guard]" in o or "loop_guard_notice" in o for o in out.outputs)  # no nudge given
     verbs = [d[0] for d in out.decisions]
     assert verbs == ["would_warn", "would_warn", "would_block", "would_block"]  # never warn / deny
+
+
+def test_after_an_observe_only_tools_stop_an_enforced_tool_is_still_denied_by_its_own_thresholds(drive: Any) -> None:
+    out = drive(_times(SEARCH, 6) + _times(A12, 6) + [[("get_shipping", {"order_id": "B7"})]])
+
+    assert out.count("search_cases") == 6
+    assert out.count("lookup_order") == 4  # its own 5th identical call is denied
+    assert out.count("get_shipping") == 0  # and that enforced stop now stops the run
+    assert out.denied() == [11, 12, 13]
+    assert [d[:2] for d in out.decisions if d[0] == "deny"] == [("deny", "repeat")] * 3
