@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import threading
 import uuid
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any, Iterable, Optional
 from agents import (
     Agent,
     FunctionTool,
+    MaxTurnsExceeded,
     ModelSettings,
     Runner,
     ToolGuardrailFunctionOutput,
@@ -46,9 +48,10 @@ from agents.tracing import get_current_span as current_sdk_span
 from opentelemetry import trace
 
 from ..bounded import BoundedMap
-from .decorator import nudge, record_decision, scoped_run_id
+from .decorator import nudge, record_decision, run_scope, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
+_log = logging.getLogger("otel_loopguard.enforce")
 NAME = "otel_loopguard"
 _PENDING = "_otel_loopguard_pending"  # on the ToolContext: the SDK builds one per call
 _RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
@@ -236,8 +239,15 @@ async def run_guarded(guard: Guard, agent: Agent[Any], input: Any, **runner_kwar
     closing = agent.clone(model_settings=agent.model_settings.resolve(ModelSettings(tool_choice="none")),
                           tool_use_behavior="run_llm_again")
     kept = {k: v for k, v in runner_kwargs.items() if k in ("context", "run_config", "hooks")}
-    final = await Runner.run(closing, [*result.to_input_list(), {"role": "user", "content": WRAP_UP}],
-                             max_turns=1, **kept)
+    items: list[Any] = [*result.to_input_list(), {"role": "user", "content": WRAP_UP}]
+    # The same run: a tool call the model makes anyway is denied, not run.
+    with run_scope(_run_id(result.context_wrapper)):
+        try:
+            final = await Runner.run(closing, items, max_turns=1, **kept)
+        except MaxTurnsExceeded:  # it called a tool anyway (denied): no answer to return
+            _log.warning("otel-loopguard: the wrap-up turn called a tool instead of answering; no partial result")
+            record_termination("loop_guard", terminal_response=False)
+            return GuardedRun(None, stop, result)
     record_termination("loop_guard")
     return GuardedRun(final.final_output, stop, final)
 

@@ -198,3 +198,30 @@ def test_negative_control_the_agents_sdk_run_that_finishes_is_not_wrapped_up(sta
     out, invoked, choices, spans = _agents_run(2, stacks)
     assert out.final_output == "All done: delivered." and out.stopped is None
     assert "none" not in choices and _termination(spans) == []
+
+
+def test_the_agents_sdk_wrap_up_turn_cannot_run_a_tool_even_without_a_trace() -> None:
+    """A model that calls a tool in the tool-free turn anyway: the call is judged in the same
+    run (stopped), so it is denied, not run; no partial result is returned."""
+    import asyncio
+
+    from agents import Agent, function_tool, set_trace_processors
+
+    from otel_loopguard.enforce.openai_agents import run_guarded
+
+    from .agents_helpers import ScriptedModel, repeat
+
+    set_trace_processors([])  # no tracing at all: the run is the Runner.run
+    invoked: list = []
+
+    @function_tool
+    def lookup_order(order_id: str) -> dict:
+        """Look up an order."""
+        invoked.append(order_id)
+        return {"order": order_id, "status": "delivered"}
+
+    model = ScriptedModel(repeat(("lookup_order", {"order_id": "A12"}), 6))  # the 6th request is the wrap-up
+    agent = Agent(name="Order agent", tools=[lookup_order], model=model)
+    out = asyncio.run(run_guarded(make_guard(key=KEY), agent, "Where is order A12?", max_turns=40))
+    assert invoked == ["A12"] * 4  # the wrap-up's call was denied too
+    assert out.final_output is None and out.stopped is not None and out.stopped.kind == "repeat"
