@@ -18,6 +18,11 @@ runs it. The middleware asks the guard first:
 - after a real call, the guard records the ToolMessage's content, failed when its
   status is "error" or the handler raised.
 
+Once the guard stopped the run (docs/guard.md, "Wrap-up"), the next model request goes
+out with no tools and the wrap-up instruction last (`wrap_model_call`): the model answers,
+the agent ends on that answer, and `after_agent` records `loop_guard` and puts
+`loopguard_stop` (kind, reason) in the result.
+
 Decisions other than allow are recorded as a `loopguard.decision` event before the
 tool runs, on the current span. OpenInference's LangChain instrumentation does not
 make its spans current, so when no span is current the event goes on the span of the
@@ -52,9 +57,9 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from opentelemetry import trace
 
+from .. import record_termination
 from ..bounded import BoundedMap
 from .decorator import nudge, record_decision, scoped_run_id
-from .. import record_termination
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
 ToolResult = Union[ToolMessage, Command, Any]

@@ -14,6 +14,10 @@ is answered with `reject_content(decision.message)`: the SDK never invokes the t
 the run goes on, and the model reads the message as the tool's output. After the
 tool ran, a tool *output* guardrail feeds the result back with `guard.record()`.
 
+`run_guarded(guard, agent, input)` adds seed 001's wrap-up: the run ends after the turn
+whose calls the guard stopped, one more turn with tools disabled answers, and that answer is
+returned with the stop (docs/guard.md, "Wrap-up").
+
 The SDK opens the call's function span before any guardrail runs, so unlike the
 decorator a denied call still has a tool span. The adapter marks it
 `loopguard.dispatched=false` and `loopguard.guard=<kind>` (docs/findings.md), so the
