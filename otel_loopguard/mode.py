@@ -5,6 +5,10 @@ else the mode the latest `install(mode=...)` was given. Guards and the processor
 both ask it, so one setting governs both (docs/guard.md, "Mode"). Without any setting a
 guard enforces (creating one is the opt-in) and `install()` tags `observe`; the runs an
 enforcing guard judged are remembered, so their spans say `enforce` all the same.
+
+Every mode decision is made here: `resolve_mode` (the settings), `GuardMode.current` (a
+guard, at each check) and `span_mode` (the tag). Anything that forces a mode for the whole
+process belongs in these three.
 """
 
 from __future__ import annotations
@@ -75,6 +79,12 @@ def enforced_run(run_id: str) -> bool:
     return run_id in _enforced_runs
 
 
+def span_mode(configured: str, run_id: str) -> str:
+    """What `loopguard.mode` says on a tool span of `run_id`: `enforce` when an enforcing guard
+    judged the run, else the processor's configured mode."""
+    return "enforce" if run_id in _enforced_runs else configured
+
+
 class GuardMode:
     """A guard's mode, asked at every check so a change of setting applies to the next call."""
 
@@ -88,4 +98,4 @@ class GuardMode:
 
 
 __all__ = ["ENV", "MODES", "GuardMode", "ModeError", "check_mode", "enforced_run", "note_enforced_run",
-           "note_installed", "resolve_mode"]
+           "note_installed", "resolve_mode", "span_mode"]

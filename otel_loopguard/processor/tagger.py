@@ -31,7 +31,7 @@ from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
 from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
-from ..mode import enforced_run
+from ..mode import span_mode
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -208,7 +208,7 @@ class Tagger:
 
     def _mode(self, run_id: str) -> str:
         """`enforce` for a run an enforcing guard judged, else the mode install() resolved."""
-        return "enforce" if enforced_run(run_id) else self._config.mode
+        return span_mode(self._config.mode, run_id)
 
     @staticmethod
     def _next_seq(state: _RunState) -> int:
