@@ -171,9 +171,6 @@ class Tagger:
             twin = _twin(state, call, scope) if two else None
             if twin is not None:  # the same call, traced by another instrumentation: counted once
                 self._warn_twice(twin.scope, scope)
-                if seq and seq == state.seq:
-                    state.seq -= 1  # its own number, taken at start, was the latest: given back
-                    seq = 0
                 tags = self._tags(call, found, run_id, adopted[1] if adopted else seq or twin.seq)
                 tags[conv.DUPLICATE_OF] = twin.span_id
                 return self._copy(span, attrs, tags, [])
