@@ -18,9 +18,15 @@ def install(**kwargs: object) -> "object":
 
 
 def guard(**kwargs: object) -> "object":
-    """A guard for enforce mode: `@guard.tool` wraps plain Python tools (docs/guard.md)."""
-    from .enforce import make_guard
+    """A guard for enforce mode: `@guard.tool` wraps plain Python tools (docs/guard.md).
 
+    Keyword arguments: mode ("enforce" | "observe"; default OTEL_LOOPGUARD_MODE, else
+    install(mode=...), else enforce), policy (a file; default OTEL_LOOPGUARD_POLICY), key or
+    key_file (default OTEL_LOOPGUARD_KEY[_FILE]), enforce (True | False, the older spelling of
+    mode). Any other argument is refused with a TypeError naming it."""
+    from .enforce import GUARD_ARGUMENTS, check_arguments, make_guard
+
+    check_arguments("otel_loopguard.guard()", kwargs, GUARD_ARGUMENTS)
     return make_guard(**kwargs)  # type: ignore[arg-type]
 
 

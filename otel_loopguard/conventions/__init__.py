@@ -1,5 +1,5 @@
 """Conventions: which spans are tool calls and model calls, per instrumentation (pure)."""
 
-from .recognise import ModelSpan, ToolSpan, recognise
+from .recognise import ModelSpan, ToolSpan, is_tool_span, recognise
 
-__all__ = ["ModelSpan", "ToolSpan", "recognise"]
+__all__ = ["ModelSpan", "ToolSpan", "is_tool_span", "recognise"]

@@ -24,3 +24,6 @@ TERMINATION_REASON = "loopguard.termination_reason"
 TERMINAL_RESPONSE = "loopguard.terminal_response"
 GUARD = "loopguard.guard"
 DISPATCHED = "loopguard.dispatched"
+# On a tool span the processor found to be the same call as another, traced by a second
+# instrumentation: the span id of the one that counts (readers skip this one).
+DUPLICATE_OF = "loopguard.duplicate_of"

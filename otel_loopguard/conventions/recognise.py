@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from ..calls import quick_init
-from .attributes import OUTCOME, TOOL_NAME
+from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
 
@@ -50,14 +50,21 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Reco
     for conv in TOOL_CONVENTIONS:  # markers inline: this runs for every span on both hot paths
         marker = get(conv.marker)
         if isinstance(marker, str) and marker in conv.marker_values:  # an array value is not a marker
-            return _tool(conv, attributes, status_error)
+            # A second instrumentation's span of a call already counted: not a call of its own.
+            return None if DUPLICATE_OF in attributes else _tool(conv, attributes, status_error)
     if TOOL_NAME in attributes:
-        return _tagged_tool(attributes, status_error)
+        return None if DUPLICATE_OF in attributes else _tagged_tool(attributes, status_error)
     for mconv in MODEL_CONVENTIONS:
         marker = get(mconv.marker)
         if isinstance(marker, str) and marker in mconv.marker_values:
             return _model(mconv, attributes)
     return None
+
+
+def is_tool_span(attributes: Mapping[str, Any]) -> bool:
+    """Whether the attributes mark a tool call under any convention. Markers are set when a
+    span starts, so this answers for a span still open (the guard's decision span)."""
+    return any(attributes.get(c.marker) in c.marker_values for c in TOOL_CONVENTIONS)
 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

@@ -70,6 +70,11 @@ class BudgetDetector:
         for limit, used, unit in spent:
             if limit is not None and used >= limit:
                 return "stop", f"the run already used its budget of {limit:g} {unit}"
+        # From warn_ratio of a budget on, each call (each new turn) is told where it stands.
+        if r.max_tool_calls is not None and self._tool_calls + 1 >= self._warn["tool_calls"]:
+            return "warn", f"this is tool call {self._tool_calls + 1} of the {r.max_tool_calls} the run may make"
+        if r.max_turns is not None and starts_turn and self._turns + 1 >= self._warn["turns"]:
+            return "warn", f"this is turn {self._turns + 1} of the {r.max_turns} the run may take"
         return None
 
     def is_turn_limit(self, f: Finding) -> bool:
@@ -191,7 +196,12 @@ class ToolCapDetector:
 
     def preview(self, step: Step) -> Optional[tuple[str, str]]:
         cap = step.rule.max_calls
-        used = self._counts.get(step.call.tool, 0)
-        if cap is not None and used >= cap:
-            return "stop", f"{step.call.tool} already made its {cap} calls allowed per run"
+        if cap is None:
+            return None
+        tool = step.call.tool
+        used = self._counts.get(tool, 0)
+        if used >= cap:
+            return "stop", f"{tool} already made its {cap} calls allowed per run"
+        if used + 1 >= warn_at(cap, self._policy.budget.warn_ratio):
+            return "warn", f"this is call {used + 1} of the {cap} {tool} may make per run"
         return None

@@ -29,6 +29,7 @@ class _Episode:
 
 
 class PollBudgetDetector:
+    kind = "poll_budget"
 
     @staticmethod
     def applies(rule: ToolRule) -> bool:
@@ -49,6 +50,20 @@ class PollBudgetDetector:
         episode.count += 1
         self._episodes.put(call.action, episode)
         return self._count_check(episode, rule, call) + self._deadline_check(episode, rule, call)
+
+    def preview(self, step: Step) -> Optional[tuple[str, str]]:
+        """Before dispatch, from warn_ratio of the poll budget on: where this poll stands. Its
+        stop needs the poll's own outcome (a terminal state ends the episode), so it comes
+        from the run's stop after the poll that used the budget up."""
+        rule = step.rule.poll
+        if rule is None or rule.max_polls is None:
+            return None
+        episode = self._episodes.get(step.call.action)
+        count = (episode.count if episode is not None else 0) + 1
+        if warn_at(rule.max_polls, self._ratio) <= count <= rule.max_polls:
+            return "warn", (f"this is poll {count} of the {rule.max_polls} {step.call.tool} may make "
+                            "without reaching a terminal state")
+        return None
 
     def _count_check(self, ep: _Episode, rule: PollRule, call: ToolCall) -> list[Finding]:
         if rule.max_polls is None:

@@ -11,7 +11,7 @@ from typing import Callable, Optional, cast
 
 from ..bounded import BoundedSet
 from ..calls import ModelCall, ToolCall
-from ..findings import INTEGRITY_KINDS, STOP, Finding
+from ..findings import INTEGRITY_KINDS, STOP, TOOL_LEVEL_KINDS, Finding
 from ..policy import Policy, ToolRule
 from ..progress import Judgement, ProgressTracker
 from .base import Detector, Preview, Step
@@ -48,6 +48,12 @@ STOPPED_EARLIER = "the run was stopped earlier: "
 # Positions in DETECTORS, worked out once rather than searched for in every new run.
 _BUDGET = DETECTORS.index(BudgetDetector)
 _PREVIEWS = tuple(i for i, cls in enumerate(DETECTORS) if hasattr(cls, "preview"))
+
+
+def stops_run(f: Finding) -> bool:
+    """A stop-level finding that stops the whole run: not a trace's integrity (the telemetry,
+    not the agent), not a per-tool cap (it refuses that tool only)."""
+    return f.severity == STOP and f.kind not in INTEGRITY_KINDS and f.kind not in TOOL_LEVEL_KINDS
 
 
 def _ALWAYS(rule: ToolRule) -> bool:  # noqa: N802 - a constant predicate
@@ -162,6 +168,8 @@ class Run:
         as if the call had run and crossed the threshold (it never runs, so observe() never
         sees it; without this a pattern such as a cycle would resume at the next call)."""
         self._budget.refused(call.turn)
+        if kind in TOOL_LEVEL_KINDS:
+            return  # a capped tool is refused again by its own preview; the run goes on
         if self._may_stop() and not reason.startswith(STOPPED_EARLIER):  # else: stopped by that already
             f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
             self.stopped = f.stamped(self.run_id, self.policy.version)
@@ -180,7 +188,7 @@ class Run:
             return found  # most calls
         stamped = [f.stamped(self.run_id, self.policy.version) for f in found]
         if self._may_stop():
-            stops = [f for f in stamped if f.severity == STOP and f.kind not in INTEGRITY_KINDS]
+            stops = [f for f in stamped if stops_run(f)]
             # Another stop ends the turn the turn limit still lets run: it takes the limit's place.
             self.stopped = next((f for f in stops if not self._budget.is_turn_limit(f)), self.stopped or
                                 (stops[0] if stops else None))

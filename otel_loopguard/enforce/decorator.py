@@ -12,38 +12,99 @@ the current span before the tool runs, so it precedes any span the tool starts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from typing import Any, Callable, Optional, TypeVar
+import logging
+import uuid
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from opentelemetry import trace
 
+from ..conventions import attributes as conv
+from ..conventions import is_tool_span
 from ..conventions.payloads import NUDGE_MARK
 from .guard import DENY, WARN, Decision, Guard
 
 F = TypeVar("F", bound=Callable[..., Any])
+_log = logging.getLogger("otel_loopguard.enforce")
+
+
+# The run named by `with guard.run(...)`: for code without a trace (a worker, a script).
+_RUN_SCOPE: ContextVar[Optional[str]] = ContextVar("otel_loopguard_run", default=None)
+LOCAL_RUN = "local"
+_warned_local = False
+
+
+def scoped_run_id() -> Optional[str]:
+    """The run of the innermost `guard.run(...)` block, if any."""
+    return _RUN_SCOPE.get()
+
+
+@contextlib.contextmanager
+def run_scope(run_id: Optional[str] = None) -> Iterator[str]:
+    """Calls inside the block are one run, named `run_id` (a new id when None), whatever the
+    trace; blocks nest, the innermost wins; the previous run is back after the block."""
+    name = run_id or f"run-{uuid.uuid4().hex}"
+    token = _RUN_SCOPE.set(name)
+    try:
+        yield name
+    finally:
+        _RUN_SCOPE.reset(token)
 
 
 def current_run_id() -> str:
-    """The current trace, as the processor's default run id; "local" outside any trace."""
+    """The run a call belongs to: the `guard.run(...)` block, else the current trace (the
+    processor's default run id), else the one shared run "local"."""
+    scoped = _RUN_SCOPE.get()
+    if scoped is not None:
+        return scoped
     ctx = trace.get_current_span().get_span_context()
-    return format(ctx.trace_id, "032x") if ctx.is_valid else "local"
+    if ctx.is_valid:
+        return format(ctx.trace_id, "032x")
+    _warn_local()
+    return LOCAL_RUN
 
 
-def record_decision(decision: Decision, tool: str) -> None:
+def _warn_local() -> None:
+    global _warned_local
+    if not _warned_local:
+        _warned_local = True
+        _log.warning("otel-loopguard: a guarded call outside any trace and any guard.run() block is judged in "
+                     "the one run %r shared by the whole process: once stopped, it stays stopped; wrap each "
+                     "agent run in `with guard.run(...)` or a span (docs/guard.md, Runs)", LOCAL_RUN)
+
+
+def record_decision(decision: Decision, tool: str, span: Optional[trace.Span] = None) -> None:
+    """The decision as a `loopguard.decision` event on the current span (or `span`). An
+    observe-only decision says what enforce mode would do (`would_warn`, `would_block`). A
+    denial inside an open tool span (the application's own `execute_tool` span around the
+    call, or the framework's) marks that span as not dispatched, so the processor, the
+    receiver and the audit count it as a call that did not run."""
     if decision.action not in (DENY, WARN):
         return
-    verb = {DENY: "deny" if decision.enforced else "would_block", WARN: "warn"}[decision.action]
-    trace.get_current_span().add_event(
+    span = span if span is not None else trace.get_current_span()
+    span.add_event(
         "loopguard.decision",
         {
-            "loopguard.decision": verb,
+            "loopguard.decision": decision_verb(decision),
             "loopguard.finding.kind": decision.kind or "",
             "loopguard.finding.reason": decision.reason,
             "loopguard.tool.name": tool,
             "loopguard.dispatched": not decision.denied,
         },
     )
+    if decision.denied and is_tool_span(getattr(span, "attributes", None) or {}):
+        span.set_attribute(conv.DISPATCHED, False)
+        span.set_attribute(conv.GUARD, decision.kind or "")
+
+
+def decision_verb(decision: Decision) -> str:
+    """deny / warn when the guard acts, would_block / would_warn when it only observes."""
+    if decision.action == DENY:
+        return "deny" if decision.enforced else "would_block"
+    return "warn" if decision.enforced else "would_warn"
 
 
 def nudge(result: Any, message: str) -> Any:

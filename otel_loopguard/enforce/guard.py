@@ -18,9 +18,10 @@ from typing import Any, Optional
 from ..bounded import BoundedMap
 from ..calls import ModelCall, RawCall, ToolCall
 from ..detect import Run
-from ..findings import Finding
+from ..detect.run import STOPPED_EARLIER
+from ..findings import TOOL_LEVEL_KINDS, Finding
+from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
-from ..killswitch import observe_only
 from ..policy import Policy
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
@@ -40,6 +41,21 @@ STOPPED = (
     "run. Do not call tools again; answer with what you already have and say what is missing."
 )
 
+# Seed 001's graceful wrap-up: the one tool-free model turn after a stop, whose answer is the
+# run's partial result. Every adapter sends this text (docs/guard.md, "Wrap-up").
+WRAP_UP = (
+    "Stop here. Do not call any more tools. Summarize what you did, what you found, and what is "
+    "blocking you, so the work can continue later."
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the guard stopped a run: the finding kind and its reason."""
+
+    kind: str
+    reason: str
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -57,17 +73,21 @@ class Decision:
 
 
 class _RunState:
-    __slots__ = ("run", "seq")
+    __slots__ = ("run", "seq", "stop")
 
     def __init__(self, run: Run):
         self.run = run
         self.seq = 0
+        # (kind, reason) of the first run-level stop an enforced tool's call caused. The run's
+        # own `stopped` may come from an observe-only tool: that one only says would_block.
+        self.stop: Optional[tuple[str, str]] = None
 
 
 class Guard:
-    def __init__(self, fp: Fingerprinter, enforce: bool = True):
+    def __init__(self, fp: Fingerprinter, enforce: bool = True, *, mode: Optional[GuardMode] = None):
         self._fp = fp
-        self._enforce = enforce
+        # The process's one mode (mode.py), asked at each check; without one, `enforce` decides.
+        self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
 
@@ -76,28 +96,45 @@ class Guard:
         """The policy this guard judges by (its version is stamped on every finding)."""
         return self._fp.policy
 
+    @property
+    def mode(self) -> str:
+        """`enforce` or `observe`, as the next check will apply it (docs/guard.md, "Mode")."""
+        return self._mode.current()
+
+    def stopped(self, run_id: str) -> Optional[Stop]:
+        """The run-level stop this guard enforces in `run_id` (an enforced tool's call caused
+        it), or None: the run goes on, was stopped only by an observe-only tool, or the guard
+        only observes. Once set it stays: the run's later enforced calls are denied."""
+        if self.mode != "enforce":
+            return None
+        with self._lock:
+            state = self._runs.get(run_id)
+            stop = state.stop if state is not None else None
+        return Stop(*stop) if stop is not None else None
+
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
+        enforcing = self._mode.current() == "enforce"
+        if enforcing:
+            note_enforced_run(run_id)  # its spans say loopguard.mode=enforce
         with self._lock:
             state = self._state(run_id)
             proposed = fingerprint_call(
                 RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), self._fp
             )
-            already_stopped = state.run.stopped is not None
             verdicts = state.run.preview(proposed)
             tool_enforced = self._enforced(tool)
-            # The kill switch (otel_loopguard.set_mode, OTEL_LOOPGUARD_KILL_SWITCH_FILE) turns a
-            # deny into would_block at once; the run's own state is judged exactly as before.
-            enforced = self._enforce and tool_enforced and not observe_only()
-            # A stopped run says so (its last verdict), rather than repeating the stale count
-            # of the pattern that stopped it: the denied calls never ran, so it never grows.
-            stops = [v for v in verdicts if v[0] == "stop"]
-            stop = (stops[-1] if already_stopped else stops[0]) if stops else None
-            if stop is not None and tool_enforced:
+            stop, stopped_earlier, by_enforced = _pick_stop(verdicts, state.stop)
+            # A run stopped only by an observe-only tool: enforce mode would not deny this call
+            # (rollout: an observed tool never denies another), so it is a would_block at most.
+            enforced = enforcing and tool_enforced and by_enforced
+            if stop is not None and tool_enforced and by_enforced:
                 # An observe-only guard stops the run too: its decisions say what enforce mode
                 # would do, and enforce mode would deny every later call.
                 state.run.denied(proposed, stop[1], stop[2])
+                if state.stop is None and stop[1] not in TOOL_LEVEL_KINDS:
+                    state.stop = (stop[1], stop[2])
         if stop is not None:
-            text = (STOPPED if already_stopped else DENIED).format(reason=stop[2])
+            text = (STOPPED if stopped_earlier else DENIED).format(reason=stop[2])
             return Decision(DENY, stop[1], stop[2], text, enforced, None if enforced else proposed, arguments)
         warn = next((v for v in verdicts if v[0] == "warn"), None)
         if warn is not None:
@@ -116,7 +153,12 @@ class Guard:
             # idempotency key and progress rules their cursor.
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
                           turn=planned.turn, args_digest=planned.action)
-            return state.run.observe(fingerprint_call(raw, self._fp))
+            before = state.run.stopped
+            found = state.run.observe(fingerprint_call(raw, self._fp))
+            after = state.run.stopped
+            if after is not None and after is not before and state.stop is None and self._enforced(planned.tool):
+                state.stop = (after.kind, after.reason)  # this enforced tool's call stopped the run
+            return found
 
     def record_model(self, *, run_id: str, turn: int, input_tokens: int = 0, output_tokens: int = 0,
                      model: Optional[str] = None) -> list[Finding]:
@@ -135,3 +177,21 @@ class Guard:
         # Read-only tools first; a side-effecting tool only with an idempotency rule.
         return not rule.side_effect or rule.idempotency_key is not None
 
+
+
+def _pick_stop(verdicts: list[tuple[str, str, str]], enforced_stop: Optional[tuple[str, str]]
+               ) -> tuple[Optional[tuple[str, str, str]], bool, bool]:
+    """The stop to act on, whether it is the run's earlier stop, and whether enforce mode acts
+    on it. The call's own thresholds come first, unless an enforced tool stopped the run: then
+    the run's stop is the reason (a stale count of the pattern that stopped it would mislead,
+    since the denied calls never ran). A run stopped only by an observe-only tool gives a
+    would_block, never a denial of another tool."""
+    own = [v for v in verdicts if v[0] == "stop" and not v[2].startswith(STOPPED_EARLIER)]
+    earlier = [v for v in verdicts if v[0] == "stop" and v[2].startswith(STOPPED_EARLIER)]
+    if earlier and enforced_stop is not None:
+        return ("stop", enforced_stop[0], f"{STOPPED_EARLIER}{enforced_stop[1]}"), True, True
+    if own:
+        return own[0], False, True
+    if earlier:
+        return earlier[-1], True, False
+    return None, False, True

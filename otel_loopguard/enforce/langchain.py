@@ -18,6 +18,11 @@ runs it. The middleware asks the guard first:
 - after a real call, the guard records the ToolMessage's content, failed when its
   status is "error" or the handler raised.
 
+Once the guard stopped the run (docs/guard.md, "Wrap-up"), the next model request goes
+out with no tools and the wrap-up instruction last (`wrap_model_call`): the model answers,
+the agent ends on that answer, and `after_agent` records `loop_guard` and puts
+`loopguard_stop` (kind, reason) in the result.
+
 Decisions other than allow are recorded as a `loopguard.decision` event before the
 tool runs, on the current span. OpenInference's LangChain instrumentation does not
 make its spans current, so when no span is current the event goes on the span of the
@@ -46,15 +51,16 @@ from typing import Annotated, Any, Awaitable, Callable, Optional, Union
 from typing_extensions import NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain.agents.middleware.types import PrivateStateAttr, ToolCallRequest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain.agents.middleware.types import ModelRequest, PrivateStateAttr, ToolCallRequest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from opentelemetry import trace
 
+from .. import record_termination
 from ..bounded import BoundedMap
-from .decorator import nudge, record_decision
-from .guard import MAX_RUNS, WARN, Decision, Guard
+from .decorator import nudge, record_decision, scoped_run_id
+from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
 ToolResult = Union[ToolMessage, Command, Any]
 RunIdFn = Callable[[ToolCallRequest], Optional[str]]
@@ -62,9 +68,11 @@ _INVOCATION = "loopguard_invocation"
 
 
 class LoopGuardState(AgentState):  # type: ignore[type-arg]
-    """The agent's state plus the id of the current invocation (private to the middleware)."""
+    """The agent's state plus the id of the current invocation (private to the middleware)
+    and, when the guard stopped the run, why (public: `invoke()`'s result carries it)."""
 
     loopguard_invocation: NotRequired[Annotated[str, PrivateStateAttr]]
+    loopguard_stop: NotRequired[dict[str, str]]
 
 
 class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
@@ -77,6 +85,10 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.guard = guard
         self._run_id_fn = run_id
         self._turns = _Turns()
+        # invocation id -> the run its tool calls were judged in, and the stop it was wrapped
+        # up for: what the model-call and after-agent hooks need (they see no tool call).
+        self._invocation_runs: BoundedMap[str, str] = BoundedMap(MAX_RUNS)
+        self._wrapped: BoundedMap[str, Stop] = BoundedMap(MAX_RUNS)
 
     # An id per invocation, kept in the state: the run when there is no trace. Stable through
     # the invocation (middleware may add messages, a resume after an interrupt continues it),
@@ -86,6 +98,36 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
         return self.before_agent(state, runtime)
+
+    # -- the wrap-up (seed 001): one tool-free model turn once the guard stopped the run -------
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        return handler(self._wrap_up(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
+        return await handler(self._wrap_up(request))
+
+    def after_agent(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+        stop = self._wrapped.pop(_invocation(state) or "")
+        if stop is None:
+            return None
+        with trace.use_span(_decision_span(), end_on_exit=False, record_exception=False,
+                            set_status_on_exception=False):
+            record_termination("loop_guard")
+        return {"loopguard_stop": {"kind": stop.kind, "reason": stop.reason}}
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+        return self.after_agent(state, runtime)
+
+    def _wrap_up(self, request: ModelRequest) -> ModelRequest:
+        """The model request as it is, or, once the guard stopped this invocation's run, with
+        no tools (the model cannot call one) and the wrap-up instruction last."""
+        invocation = _invocation(request.state)
+        run_id = self._invocation_runs.get(invocation) if invocation else None
+        stop = self.guard.stopped(run_id) if run_id else None
+        if stop is None or invocation is None:
+            return request
+        self._wrapped.put(invocation, stop)
+        return request.override(tools=[], tool_choice=None, messages=[*request.messages, HumanMessage(WRAP_UP)])
 
     # -- LangChain hooks ---------------------------------------------------------------
     def wrap_tool_call(
@@ -128,10 +170,12 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         tool = str(call.get("name") or "")
         span = _decision_span()
         run_id = self._run_id(request, span)
+        invocation = _invocation(request.state)
+        if invocation:
+            self._invocation_runs.put(invocation, run_id)
         turn = self._turns.turn(run_id, _requesting_message(request))
         decision = self.guard.check(tool, dict(call.get("args") or {}), run_id=run_id, turn=turn)
-        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            record_decision(decision, tool)
+        record_decision(decision, tool, span)
         return decision, run_id
 
     def _after(self, request: ToolCallRequest, decision: Decision, run_id: str, result: ToolResult) -> ToolResult:
@@ -151,6 +195,9 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             chosen = self._run_id_fn(request)
             if chosen:
                 return str(chosen)
+        scoped = scoped_run_id()  # `with guard.run(...)` around the invocation
+        if scoped is not None:
+            return scoped
         ctx = span.get_span_context()
         if ctx.is_valid:
             return format(ctx.trace_id, "032x")
@@ -161,8 +208,7 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         # No trace and no run id: the invocation is the run. A run stopped once stays stopped,
         # so a longer-lived key (the thread, or one shared "local" run) would deny every later
         # turn of the conversation, or every call of the process.
-        state = request.state
-        invocation = state.get(_INVOCATION) if isinstance(state, dict) else getattr(state, _INVOCATION, None)
+        invocation = _invocation(request.state)
         if invocation:
             return f"langgraph:invocation:{invocation}"
         thread = getattr(info, "thread_id", None)
@@ -201,6 +247,11 @@ class _Turns:
                 counter.count += 1
                 counter.last = key
             return counter.count
+
+
+def _invocation(state: Any) -> Optional[str]:
+    found = state.get(_INVOCATION) if isinstance(state, dict) else getattr(state, _INVOCATION, None)
+    return str(found) if found else None
 
 
 def _requesting_message(request: ToolCallRequest) -> Optional[str]:

@@ -14,6 +14,10 @@ is answered with `reject_content(decision.message)`: the SDK never invokes the t
 the run goes on, and the model reads the message as the tool's output. After the
 tool ran, a tool *output* guardrail feeds the result back with `guard.record()`.
 
+`run_guarded(guard, agent, input)` adds seed 001's wrap-up: the run ends after the turn
+whose calls the guard stopped, one more turn with tools disabled answers, and that answer is
+returned with the stop (docs/guard.md, "Wrap-up").
+
 The SDK opens the call's function span before any guardrail runs, so unlike the
 decorator a denied call still has a tool span. The adapter marks it
 `loopguard.dispatched=false` and `loopguard.guard=<kind>` (docs/findings.md), so the
@@ -24,33 +28,40 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from agents import (
     Agent,
     FunctionTool,
+    MaxTurnsExceeded,
+    ModelSettings,
+    Runner,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolOutputGuardrail,
     ToolOutputGuardrailData,
+    ToolsToFinalOutputResult,
     default_tool_error_function,
 )
 from agents.tracing import get_current_span as current_sdk_span
 from opentelemetry import trace
 
 from ..bounded import BoundedMap
-from ..conventions import attributes as conv
-from .decorator import current_run_id, nudge, record_decision
-from .guard import MAX_RUNS, WARN, Decision, Guard
+from .decorator import nudge, record_decision, run_scope, scoped_run_id
+from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
+_log = logging.getLogger("otel_loopguard.enforce")
 NAME = "otel_loopguard"
 _PENDING = "_otel_loopguard_pending"  # on the ToolContext: the SDK builds one per call
 _RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
 _USAGE = "_otel_loopguard_usage"  # on the run's Usage: which Runner.run a request count belongs to
 _TURNS = "_otel_loopguard_turns"  # on the Guard: the turn numbering of its runs
+_STOP = "_otel_loopguard_stop"  # on the run's context: the guard's stop that ended it
 
 
 class _Pending:
@@ -93,12 +104,10 @@ class LoopguardGuardrails:
         turn = self._turns.turn(run_id, ctx.usage)
         # Raw model JSON, as on the span: the fingerprinter parses and canonicalises it.
         decision = self.guard.check(tool, ctx.tool_arguments or "{}", run_id=run_id, turn=turn)
-        # Inside the SDK's function span: with an OTel bridge this is the call's tool span.
+        # Inside the SDK's function span: with an OTel bridge this is the call's tool span,
+        # which a denial marks as not dispatched (record_decision).
         record_decision(decision, tool)
         if decision.denied:
-            span = trace.get_current_span()
-            span.set_attribute(conv.DISPATCHED, False)
-            span.set_attribute(conv.GUARD, decision.kind or "")
             return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=_info(decision))
         setattr(ctx, _PENDING, _Pending(decision, run_id))
         return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
@@ -118,13 +127,13 @@ class LoopguardGuardrails:
             return ToolGuardrailFunctionOutput.allow()
         if not isinstance(result, (str, dict)):
             return ToolGuardrailFunctionOutput.allow()  # structured outputs are left alone
-        # The SDK sends plain values to the model as str(value): the nudge is appended to
-        # that text, where result digests strip it again (conventions/payloads.py), so a
-        # nudged result never looks like new information.
-        # A dict goes as JSON, the form instrumentations record un-nudged dict results in.
-        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        message = nudge(text, pending.decision.message)
-        return ToolGuardrailFunctionOutput.reject_content(message, output_info=_info(pending.decision))
+        # The nudge in the one format every adapter uses (decorator.nudge): appended to text
+        # after its marker, a `loop_guard_notice` key in a dict. Result digests strip both
+        # (conventions/payloads.py, the default volatile fields), so a nudged result never
+        # looks like new information. A dict goes as JSON: the SDK would send str(value).
+        nudged = nudge(result, pending.decision.message)
+        text = nudged if isinstance(nudged, str) else json.dumps(nudged, ensure_ascii=False, default=str)
+        return ToolGuardrailFunctionOutput.reject_content(text, output_info=_info(pending.decision))
 
 
 class _Turns:
@@ -181,9 +190,70 @@ def guard_tools(guard: Guard | LoopguardGuardrails, tools: Iterable[Any]) -> lis
     return out
 
 
-def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any]) -> Agent[Any]:
-    guard_tools(guard, agent.tools)
+def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any], *, end_on_stop: bool = False) -> Agent[Any]:
+    """The guardrails on every function tool. With `end_on_stop` (what `run_guarded` uses),
+    and when the agent runs the model again after its tools (the default
+    `tool_use_behavior`), a behaviour that ends the run once the guard stopped it
+    (`final_output` is then the stop's reason; `run_guarded` wraps it up). Without it the
+    model reads the denial, which tells it to answer, and the run goes on."""
+    rails = guard if isinstance(guard, LoopguardGuardrails) else LoopguardGuardrails(guard)
+    guard_tools(rails, agent.tools)
+    if end_on_stop and agent.tool_use_behavior == "run_llm_again":
+        agent.tool_use_behavior = _EndWhenStopped(rails.guard)
     return agent
+
+
+class _EndWhenStopped:
+    """`tool_use_behavior`: after each turn's tools, end the run if the guard stopped it."""
+
+    def __init__(self, guard: Guard):
+        self.guard = guard
+
+    def __call__(self, context: Any, results: Any) -> ToolsToFinalOutputResult:
+        stop = self.guard.stopped(_run_id(context))
+        if stop is None:
+            return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
+        # The SDK may turn the final output into text: the stop itself goes on the run's context.
+        setattr(context, _STOP, stop)
+        return ToolsToFinalOutputResult(is_final_output=True, final_output=stop.reason)
+
+
+@dataclass(frozen=True)
+class GuardedRun:
+    """What `run_guarded` returns: the answer (the wrap-up's partial result when stopped), the
+    guard's stop (None when the agent finished by itself), and the SDK's last RunResult."""
+
+    final_output: Any
+    stopped: Optional[Stop]
+    result: Any
+
+
+async def run_guarded(guard: Guard, agent: Agent[Any], input: Any, **runner_kwargs: Any) -> GuardedRun:
+    """`Runner.run` with the guard and seed 001's wrap-up: when the guard stops the run, one
+    more model turn with tools disabled (`tool_choice="none"`) and the wrap-up instruction
+    answers, that answer is the partial result, and `loop_guard` is recorded as the run's
+    ending on the current span (call it inside the run's span)."""
+    from .. import record_termination
+
+    guard_agent(guard, agent, end_on_stop=True)
+    result = await Runner.run(agent, input, **runner_kwargs)
+    stop: Optional[Stop] = getattr(result.context_wrapper, _STOP, None)
+    if stop is None:
+        return GuardedRun(result.final_output, None, result)
+    closing = agent.clone(model_settings=agent.model_settings.resolve(ModelSettings(tool_choice="none")),
+                          tool_use_behavior="run_llm_again")
+    kept = {k: v for k, v in runner_kwargs.items() if k in ("context", "run_config", "hooks")}
+    items: list[Any] = [*result.to_input_list(), {"role": "user", "content": WRAP_UP}]
+    # The same run: a tool call the model makes anyway is denied, not run.
+    with run_scope(_run_id(result.context_wrapper)):
+        try:
+            final = await Runner.run(closing, items, max_turns=1, **kept)
+        except MaxTurnsExceeded:  # it called a tool anyway (denied): no answer to return
+            _log.warning("otel-loopguard: the wrap-up turn called a tool instead of answering; no partial result")
+            record_termination("loop_guard", terminal_response=False)
+            return GuardedRun(None, stop, result)
+    record_termination("loop_guard")
+    return GuardedRun(final.final_output, stop, final)
 
 
 def _info(decision: Decision) -> dict[str, Any]:
@@ -199,9 +269,12 @@ def _ours(guardrail: Any) -> bool:
 def _run_id(ctx: Any) -> str:
     """The trace, like the processor's default run id; without an OTel trace, one id per
     Runner.run (kept on the run's Usage, which every tool call of the run shares)."""
-    run_id = current_run_id()
-    if run_id != "local":
-        return run_id
+    scoped = scoped_run_id()  # `with guard.run(...)` around Runner.run
+    if scoped is not None:
+        return scoped
+    ctx_span = trace.get_current_span().get_span_context()
+    if ctx_span.is_valid:
+        return format(ctx_span.trace_id, "032x")
     usage = ctx.usage
     own = getattr(usage, _RUN, None)
     if own is None:

@@ -30,6 +30,9 @@ INTEGRITY_KINDS = frozenset({"incomplete_trace", "telemetry_duplicate", "integri
 # (the last call allowed), or only that call's own outcome reveals them (errors, nothing new,
 # a poll without a terminal state).
 AT_NEXT_CALL_KINDS = frozenset({"budget", "tool_cap", "poll_budget", "error_streak", "no_progress"})
+# Stops about one tool, not the run: a per-tool cap refuses that tool's later calls only and
+# the run goes on with the others (seed 001's `before_call`).
+TOOL_LEVEL_KINDS = frozenset({"tool_cap"})
 
 
 @dataclass(frozen=True)

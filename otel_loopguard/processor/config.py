@@ -7,8 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional
 
 from ..errors import LoopguardError
-
-MODES = ("observe", "enforce")
+from ..mode import MODES
 
 
 class ProcessorConfigError(LoopguardError):

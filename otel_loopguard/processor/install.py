@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from ..errors import LoopguardError
 from ..fingerprint import Fingerprinter, load_key
+from ..mode import note_installed
 from ..policy import load_policy
 from .config import ProcessorConfig, resolve
 from .span_processor import LoopguardSpanProcessor
@@ -73,7 +74,13 @@ def install(
         if existing is not None:
             return existing
         tagger = build_tagger(config, key=key, key_file=key_file)
-        processor = LoopguardSpanProcessor(_take_processors(provider), tagger, config.queue_size)
+        taken = _take_processors(provider)
+        if not taken:  # processors added later are handed tagged spans too; until then none leave
+            _log.warning("otel-loopguard: the tracer provider has no span processor yet, so no exporter is "
+                         "configured: tagged spans go nowhere until one is added (docs/processor.md)")
+        processor = LoopguardSpanProcessor(taken, tagger, config.queue_size)
+        if mode is not None:  # guards without a mode of their own follow it (mode.py)
+            processor.on_shutdown(note_installed(config.mode))
         _wrap_future_processors(provider, processor)
         handle = LoopguardHandle(config.mode, tagger.key_id, processor, provider)
         setattr(provider, _HANDLE_ATTR, handle)

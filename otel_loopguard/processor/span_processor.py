@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -58,6 +58,7 @@ class LoopguardSpanProcessor(SpanProcessor):
         self.passed_untagged = 0  # spans handed on untagged because the queue was full
         self._errors_logged = 0
         self._stopped = False
+        self._shutdown_hooks: list[Callable[[], None]] = []
         self._start_worker()
         if hasattr(os, "register_at_fork"):
             # A forked child has no worker thread: give it one, as the SDK's batch processor
@@ -80,6 +81,15 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._tagger.at_fork_reinit()
         if not self._stopped:
             self._start_worker()
+
+    def on_shutdown(self, hook: Callable[[], None]) -> None:
+        """Called once when this processor shuts down (install() forgets its mode then)."""
+        self._shutdown_hooks.append(hook)
+
+    @property
+    def delegates(self) -> tuple[SpanProcessor, ...]:
+        """The processors tagged spans are handed on to (the exporters' processors)."""
+        return tuple(self._delegates)
 
     def add_delegate(self, processor: SpanProcessor) -> None:
         self._delegates = [*self._delegates, processor]  # a new list: hooks iterating the old one go on
@@ -255,6 +265,11 @@ class LoopguardSpanProcessor(SpanProcessor):
             return
         self._drain(30.0)
         self._stopped = True
+        for hook in self._shutdown_hooks:
+            try:
+                hook()
+            except Exception:  # never into the application
+                _log.exception("otel-loopguard: a shutdown hook failed")
         self._enqueue(_STOP)
         self._worker.join(30.0)
         self._sweep()  # spans that ended while stopping

@@ -9,11 +9,12 @@ is made); parallel siblings of one decision are numbered in the order they end.
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import logging
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -27,10 +28,10 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
-from ..detect.run import STOPPED_EARLIER
-from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, STOP, WARN, Finding
+from ..detect.run import STOPPED_EARLIER, stops_run
+from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
-from ..killswitch import effective_mode
+from ..mode import span_mode
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -41,7 +42,8 @@ RAW_PAYLOAD_KEYS = frozenset(k for c in TOOL_CONVENTIONS for k in (*c.arguments,
 DECISION_EVENT = "loopguard.decision"
 MAX_MODEL_ENDS = 4096
 MAX_RESERVED = 4096  # tool spans started and not yet ended, per run
-MAX_SCOPED_SPANS = 100_000  # open spans whose agent scope is remembered (agent_scopes only)
+MAX_SCOPED_SPANS = 100_000
+RECENT_CALLS = 8  # tool calls (and model calls) per run checked for a twin from another instrumentation  # open spans whose agent scope is remembered (agent_scopes only)
 # Spans that start an agent's scope, by convention (marker attribute -> values).
 AGENT_MARKERS = (
     ("gen_ai.operation.name", frozenset({"invoke_agent"})),
@@ -77,7 +79,7 @@ def interesting(span: ReadableSpan) -> bool:
 
 class _RunState:
     __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
-                 "stopped", "stopped_mark", "turn_limit")
+                 "stopped", "stopped_mark", "turn_limit", "capped", "reserved_by", "adopted", "recent", "models", "scopes")
 
     def __init__(self, run: Run):
         self.run = run
@@ -86,6 +88,14 @@ class _RunState:
         self.model_ends: list[int] = []  # end times of the latest model spans, sorted
         self.models_forgotten = 0  # older model spans no longer in model_ends
         self.reserved: dict[int, int] = {}  # span id -> seq taken when the span started
+        # Two instrumentations of one framework trace each call twice, in two span trees.
+        # span id -> (instrumentation scope, start) of a reservation; a span of another scope
+        # that ends first takes ("adopts") that seq, so the pair shares one number.
+        self.reserved_by: dict[int, tuple[str, int]] = {}
+        self.adopted: dict[int, tuple[str, int]] = {}  # reserving span id -> (adopter's span id hex, seq)
+        self.recent: collections.deque[_Seen] = collections.deque(maxlen=RECENT_CALLS)  # tool calls tagged last
+        self.models: collections.deque[tuple[int, int, str]] = collections.deque(maxlen=RECENT_CALLS)
+        self.scopes: set[str] = set()  # instrumentation scopes of its tool spans: twins need two
         self.budget_findings: list[Finding] = []
         # The first stop as the guard sees it: one a tool call brought, or the turn limit once a
         # later turn begins (the guard sees no model spans, so a cost budget stops nothing).
@@ -93,6 +103,8 @@ class _RunState:
         self.stopped_mark: Optional[Finding] = None  # what every call after the stop is marked with
         # The turn budget's stop and the last turn it allows: marks the first call of a later turn.
         self.turn_limit: Optional[tuple[Finding, int]] = None
+        # Per-tool caps reached: tool -> its stop, which marks every later call of that tool only.
+        self.capped: dict[str, Finding] = {}
 
     def turn_at(self, start: int) -> Optional[int]:
         """The number of model decisions that ended before this call started."""
@@ -117,6 +129,7 @@ class Tagger:
         self._lock = threading.Lock()
         # span id -> span id of the innermost agent span around it (agent_scopes only)
         self._scopes: BoundedMap[int, int] = BoundedMap(MAX_SCOPED_SPANS)
+        self._warned_twice = False
 
     @property
     def key_id(self) -> str:
@@ -144,30 +157,55 @@ class Tagger:
         run_id = self._run_id(span, attrs, trace_hex)
         if attrs.get(conv.DISPATCHED) is False:
             return self._denied(span, attrs, found, run_id)
+        scope = _scope(span)
         with self._lock:
             state = self._state(run_id)
-            seq = state.reserved.pop(ctx.span_id, 0) or self._next_seq(state)
+            state.reserved_by.pop(ctx.span_id, None)
+            seq = state.reserved.pop(ctx.span_id, 0)
+            adopted = state.adopted.pop(ctx.span_id, None)
             # The detectors need calls in the order they observe them (end order); the
             # exported sequence may be the dispatch order taken at start.
+            call = self._fingerprint(span, ctx, found, state, state.observed + 1, trace_hex)
+            state.scopes.add(scope)
+            two = len(state.scopes) > 1  # the usual run has one instrumentation: no twin to look for
+            twin = _twin(state, call, scope) if two else None
+            if twin is not None:  # the same call, traced by another instrumentation: counted once
+                self._warn_twice(twin.scope, scope)
+                tags = self._tags(call, found, run_id, adopted[1] if adopted else seq or twin.seq)
+                tags[conv.DUPLICATE_OF] = twin.span_id
+                return self._copy(span, attrs, tags, [])
+            seq = seq or (two and _adopt(state, ctx.span_id, scope, span.end_time or 0)) or self._next_seq(state)
+            state.recent.append(_Seen(call.tool, call.action, scope, call.start_ns or 0, call.end_ns or 0,
+                                      format(ctx.span_id, "016x"), seq))
             state.observed += 1
-            call = self._fingerprint(span, ctx, found, state, state.observed, trace_hex)
             findings = self._observe(state, call)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
+
+    def _warn_twice(self, first: str, second: str) -> None:
+        if not self._warned_twice:
+            self._warned_twice = True
+            _log.warning("otel-loopguard: tool calls are traced twice, by %s and by %s (two instrumentations of "
+                         "one framework are active); each is counted once and the second span is tagged "
+                         "loopguard.duplicate_of, but uninstall one of them", first or "?", second or "?")
 
     def _denied(self, span: ReadableSpan, attrs: dict[str, Any], found: ToolSpan, run_id: str) -> ReadableSpan:
         """A call the guard denied (its span exists, nothing ran in it): numbered, tagged,
         never judged as a call, since it returned the guard's text, not a tool result."""
         with self._lock:
             state = self._state(run_id)
+            state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
         action = self._fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
-                conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id,
-                conv.MODE: effective_mode(self._config.mode)}
+                conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._mode(run_id)}
         if turn is not None:
             tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
+
+    def _mode(self, run_id: str) -> str:
+        """`enforce` for a run an enforcing guard judged, else the mode install() resolved."""
+        return span_mode(self._config.mode, run_id)
 
     @staticmethod
     def _next_seq(state: _RunState) -> int:
@@ -191,6 +229,9 @@ class Tagger:
             state = self._state(run_id)
             if len(state.reserved) < MAX_RESERVED:
                 state.reserved[span.context.span_id] = self._next_seq(state)
+                scope = _scope(span)
+                state.scopes.add(scope)
+                state.reserved_by[span.context.span_id] = (scope, span.start_time or 0)
 
     def _run_id(self, span: ReadableSpan, attrs: dict[str, Any], trace_hex: Optional[str] = None) -> str:
         name = self._config.run_id_attribute
@@ -222,8 +263,12 @@ class Tagger:
 
     def _model(self, span: ReadableSpan, attrs: dict[str, Any], found: ModelSpan) -> ReadableSpan:
         """A model decision: counts the turn, prices the tokens for the cost budget."""
+        start, end, scope = span.start_time or 0, span.end_time or 0, _scope(span)
         with self._lock:
             state = self._state(self._run_id(span, attrs))
+            if any(s != scope and b <= end and start <= e for b, e, s in state.models):
+                return span  # the same model call, traced by another instrumentation: one turn
+            state.models.append((start, end, scope))
             state.note_model_end(span.end_time or 0)
             model = ModelCall(state.turn_at(span.end_time or 0) or 0, found.input_tokens, found.output_tokens, found.model)
             for f in state.run.observe_model(model):
@@ -240,9 +285,10 @@ class Tagger:
         # limit at the first call of a later turn: would_block marks the call enforce denies.
         pending = state.budget_findings
         stopped = state.stopped  # by an earlier call: enforce mode denies every call after it
+        capped = state.capped.get(call.tool)  # a cap reached earlier: this tool's calls are denied
         released = _turn_limit_passed(state, call)
         new = state.run.observe(call)
-        if not new and not pending and stopped is None and released is None:
+        if not new and not pending and stopped is None and released is None and capped is None:
             return new  # the usual call: nothing found, nothing waiting
         limits = [f for f in new if state.run.is_turn_limit(f)]
         if limits:  # reached by this call's turn: held until a later turn begins
@@ -251,13 +297,16 @@ class Tagger:
         if released is not None:
             pending = pending + [released]
         if stopped is None:
-            state.stopped = released or next(
-                (f for f in new if f.severity == STOP and f.kind not in INTEGRITY_KINDS), None)
+            state.stopped = released or next((f for f in new if stops_run(f)), None)
             if state.stopped is not None:
                 state.stopped_mark = _stopped_earlier(state.stopped)
-        state.budget_findings = [f for f in new if f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS]
+        for f in new:
+            if f.severity == STOP and f.kind in TOOL_LEVEL_KINDS and f.tool is not None:
+                state.capped.setdefault(f.tool, f)
+        at_next = [f for f in new if f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS]
+        state.budget_findings = [f for f in at_next if f.kind not in TOOL_LEVEL_KINDS]
         out = pending + [f for f in new if not (f.severity == STOP and f.kind in AT_NEXT_CALL_KINDS)]
-        mark = state.stopped_mark if stopped is not None else None
+        mark = state.stopped_mark if stopped is not None else capped
         if mark is not None and not any(f.severity == STOP for f in out):
             out.append(mark)
         return out
@@ -333,7 +382,7 @@ class Tagger:
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
             conv.KEY_ID: self._fp.key_id,
-            conv.MODE: effective_mode(self._config.mode),
+            conv.MODE: self._mode(run_id),
         }
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result
@@ -347,6 +396,49 @@ class Tagger:
 # How many fields ReadableSpan.__init__ sets: the copy above is exact only when a span has no
 # other (a count, not a key-by-key comparison: the SDK only ever sets these, in __init__).
 _READABLE_FIELD_COUNT = len(ReadableSpan("fields", resource=Resource.get_empty()).__dict__)
+
+
+class _Seen(NamedTuple):
+    tool: str
+    action: str
+    scope: str
+    start: int
+    end: int
+    span_id: str
+    seq: int
+
+
+def _scope(span: Any) -> str:
+    scope = getattr(span, "instrumentation_scope", None)
+    return getattr(scope, "name", "") or ""
+
+
+def _twin(state: _RunState, call: ToolCall, scope: str) -> Optional[_Seen]:
+    """A call tagged just before by another instrumentation, the two spans overlapping in
+    time: the same tool with the same arguments, else the same tool (instrumentations record
+    arguments differently: OpenInference keeps a LangChain tool's single argument as a bare
+    value, so the digests differ). One instrumentation's own parallel calls are siblings,
+    never twins (same scope). A twin pairs once: it leaves the recent calls."""
+    start, end = call.start_ns or 0, call.end_ns or 0
+    candidates = [seen for seen in state.recent
+                  if seen.scope != scope and seen.tool == call.tool and seen.start <= end and start <= seen.end]
+    if not candidates:
+        return None
+    twin = next((seen for seen in candidates if seen.action == call.action), candidates[0])
+    state.recent.remove(twin)
+    return twin
+
+
+def _adopt(state: _RunState, span_id: int, scope: str, end: int) -> int:
+    """A span numbered at its end takes the reservation of an open span of another scope
+    that started before it ended (its probable twin, numbered at start); 0 when none."""
+    for other, (other_scope, start) in state.reserved_by.items():
+        if other_scope != scope and start <= end:
+            del state.reserved_by[other]
+            seq = state.reserved.pop(other)
+            state.adopted[other] = (format(span_id, "016x"), seq)
+            return seq
+    return 0
 
 
 def _is(value: Any, values: frozenset[str]) -> bool:

@@ -33,7 +33,7 @@ _MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_
 # values read as on all the span's attributes.
 _COMMON = (*_MARKER_KEYS, conv.TOOL_NAME, *_RUN_KEYS)
 _CALL_KEYS = (conv.SEQ, conv.SEQ_DENSE, conv.TURN, conv.DISPATCHED, conv.GUARD, conv.ARGS_DIGEST, conv.RESULT_DIGEST,
-              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, "error.type", *TOOL_NAME_FALLBACKS)
+              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, conv.DUPLICATE_OF, "error.type", *TOOL_NAME_FALLBACKS)
 
 
 def _plan(*keys: str) -> tuple[str, ...]:

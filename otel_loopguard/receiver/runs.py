@@ -17,7 +17,7 @@ from typing import Optional
 from ..bounded import BoundedMap
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run
-from ..findings import INFO, WARN, Finding
+from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..otlp.order import order_calls
 from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
@@ -69,6 +69,7 @@ class RunBuffer:
         self.skew_events = 0
         self.guard_events: list[GuardEvent] = []
         self._starts: list[int] = []  # start times of executed calls, sorted (bounded)
+        self._capped_starts: dict[str, list[int]] = {}  # the same, per tool with a cap (max_calls)
         self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
         self.root_ended_at: Optional[float] = None
         self.last_activity = now
@@ -233,12 +234,19 @@ class RunBuffer:
     def _started(self, call: ToolCall) -> None:
         if call.start_ns and len(self._starts) < MAX_STARTS:
             bisect.insort(self._starts, call.start_ns)
+            if self._fp.policy.rule(call.tool).max_calls is not None:
+                bisect.insort(self._capped_starts.setdefault(call.tool, []), call.start_ns)
 
     def _guards_to_trail(self) -> None:
-        """Guard decisions known only as span events: placed by time among the calls."""
+        """Guard decisions known only as span events: placed by time among the calls. A cap's
+        decision refuses its tool only: only that tool's later calls ran after it."""
         for e in self.guard_events:
             before = bisect.bisect_right(self._starts, e.time_ns)
-            self.trail.note_event(before + 0.5, e.kind, e.dispatched, len(self._starts) - before)
+            after = len(self._starts) - before
+            if e.kind in TOOL_LEVEL_KINDS:
+                starts = self._capped_starts.get(e.tool or "", [])
+                after = len(starts) - bisect.bisect_right(starts, e.time_ns)
+            self.trail.note_event(before + 0.5, e.kind, e.dispatched, after)
 
     def score(self) -> tuple[str, dict[str, object]]:
         unscorable: dict[str, object] = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..detect.budgets import is_turn_budget
-from ..findings import AT_NEXT_CALL_KINDS, STOP, Finding
+from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, Finding
 
 CONTAINABLE = frozenset({"repeat", "cycle", "no_progress", "error_streak", "budget", "tool_cap", "poll_budget"})
 UNCHANGED = frozenset({"repeat", "cycle", "no_progress"})
@@ -41,9 +41,12 @@ def release_violations(score: dict[str, Any], findings: list[Finding],
     # A turn budget's stop lets the rest of its last turn run, however many calls that is (and
     # one reached by a model decision sits on the previous turn's call): not timed here; calls
     # run after the guard still count (executed_after_guard, uncontained_loop).
-    due = min((after(f.last_seq) if f.kind in AT_NEXT_CALL_KINDS else f.last_seq
-               for f in stops if not is_turn_budget(f)), default=None)
-    if guard_seq is not None and due is not None and guard_seq > due:
+    # A per-tool cap is acted on at that tool's next call, whenever it comes: not timed either.
+    due = min((after(f.last_seq) if f.kind in AT_NEXT_CALL_KINDS else f.last_seq for f in stops
+               if not is_turn_budget(f) and f.kind not in TOOL_LEVEL_KINDS), default=None)
+    if guard_seq is not None and score.get("calls_past_cap"):
+        out.append("guard_too_late: a capped tool was dispatched beyond its cap (calls_past_cap)")
+    elif guard_seq is not None and due is not None and guard_seq > due:
         out.append(
             f"guard_too_late: the stop threshold was crossed at call {first_stop}, "
             f"but the guard first acted at call {guard_seq}"

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..calls import LOCAL_KEY, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run, RunSummary
-from ..findings import STOP, Finding
+from ..findings import STOP, TOOL_LEVEL_KINDS, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
 from .integrity import SCORED, check
@@ -58,22 +58,46 @@ class GuardTrail:
     dispatched: Optional[bool] = None
     executed_after: int = 0
     side_effect_after: bool = False
+    _run_stopped: bool = field(default=False, repr=False)  # a run-level decision was taken
+    _capped: set[str] = field(default_factory=set, repr=False)  # tools refused by their cap
+    past_cap: int = 0  # calls of a capped tool dispatched beyond its cap
+    _counts: dict[str, int] = field(default_factory=dict, repr=False)  # dispatched calls of capped tools
 
     def note_event(self, position: float, kind: Optional[str], dispatched: bool, executed_after: int) -> None:
         """A guard decision known only by its time (a span event), counted against the
         calls that started after it. The earliest decision is the one the score reports."""
         if self.seq is None or position < self.seq:
             self.seq, self.kind, self.dispatched = position, kind or "repeat", dispatched
-            self.executed_after = executed_after
+        # A later run-level decision counts no more calls than the earliest; a cap's counts
+        # only its tool's, so a run-level one after it may count more.
+        self.executed_after = max(self.executed_after, executed_after)
 
     def note(self, seq: float, tool: str, dispatched: bool, guard: Optional[str], policy: Policy) -> None:
+        decision = guard is not None or not dispatched
+        cap = policy.rule(tool).max_calls
+        if dispatched and cap is not None:
+            # A cap's stop is acted on at that tool's next call, whenever it comes: one more run
+            # is what tells a late guard (guard_too_late) apart from others running meanwhile.
+            self._counts[tool] = count = self._counts.get(tool, 0) + 1
+            self.past_cap += count > cap
         if self.seq is None:
-            if guard is not None or not dispatched:
+            if decision:
                 self.seq, self.kind, self.dispatched = seq, guard, dispatched
+                self._scope(tool, guard)
             return
-        if dispatched and seq > self.seq:
+        if decision and not dispatched:
+            self._scope(tool, guard)  # a later denial: it may widen what counts as run after it
+            return
+        # A per-tool cap refuses that tool only: other tools running after it are the run going on.
+        if dispatched and seq > self.seq and (self._run_stopped or tool in self._capped):
             self.executed_after += 1
             self.side_effect_after |= policy.rule(tool).side_effect
+
+    def _scope(self, tool: str, guard: Optional[str]) -> None:
+        if guard in TOOL_LEVEL_KINDS:
+            self._capped.add(tool)
+        else:
+            self._run_stopped = True
 
 
 def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
@@ -156,6 +180,7 @@ def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardT
         "guard_seq": None if guard.seq is None else math.ceil(guard.seq),
         "guard_before_dispatch": (not guard.dispatched) if fired else None,
         "executed_after_guard": guard.executed_after > 0,
+        "calls_past_cap": guard.past_cap,
         "side_effect_after_guard": guard.side_effect_after,
         "first_stop_seq": min((f.last_seq for f in stops), default=None),
         "poll_budget_exhausted": any(f.kind == "poll_budget" for f in stops),

@@ -147,7 +147,8 @@ def test_tool_spans_carry_the_contract_tags(runs: dict[str, Run], scenario: str)
     # Equal calls, equal digests; every page has its own cursor, so its own digest.
     assert len(set(digests)) == (8 if scenario == "pagination" else 1)
     assert {t["loopguard.key.id"] for t in tags} == {load_key(env={}, key=KEY).key_id}
-    assert {t["loopguard.mode"] for t in tags} == {"observe"}  # install() observes; the guard enforces
+    # install() observes; a run an enforcing guard judged says enforce (docs/guard.md, "Mode")
+    assert {t["loopguard.mode"] for t in tags} == {"observe" if scenario == "observe" else "enforce"}
     assert {t["loopguard.run.id"] for t in tags} == {spans[0].trace_id}
     # One call per model response: turns come from the `text_completion` model spans.
     # Spans of denied calls are numbered but carry no turn (tagger._denied).

@@ -343,6 +343,11 @@ def test_agents_with_their_own_guards_are_judged_apart_in_one_trace() -> None:
     assert loop_then_escalate(make_guard(key=KEY), make_guard(key=KEY)) == "allow"
 
 
+def _ran_or_denied(d: Any) -> str:
+    """allow or deny: these tests are about what runs (warn-level nudges run too)."""
+    return "deny" if d.action == "deny" else "allow"
+
+
 def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_path: Any) -> None:
     """max_turns is the last turn allowed: its parallel siblings run; the next turn does not."""
     guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 3, max_tool_calls: null, max_seconds: null}\n")
@@ -350,28 +355,27 @@ def test_the_last_turn_of_a_turn_budget_runs_whole_and_the_next_is_denied(tmp_pa
     for turn in (1, 2, 3, 4):
         for tool in ("a", "b"):
             d = guard.check(tool, {"x": turn}, run_id="r", turn=turn)
-            actions.append(d.action)
+            actions.append(_ran_or_denied(d))
             if not d.denied:
                 guard.record(d, "ok", True, run_id="r")
     assert actions == ["allow"] * 6 + ["deny", "deny"]
 
 
 def test_another_stop_in_the_last_allowed_turn_ends_it_and_earlier_turns_do_not_come_back(tmp_path: Any) -> None:
-    guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 2, max_tool_calls: null, max_seconds: null}\n"
-                             "tools:\n  a: {max_calls: 2}\n")
+    guard = _guard(tmp_path, "version: t\nbudget: {max_turns: 2, max_tool_calls: 3, max_seconds: null}\n")
     actions = []
     for turn, tool, x in [(1, "b", 0), (2, "a", 1), (2, "a", 2), (2, "c", 3), (2, "d", 4)]:
         d = guard.check(tool, {"x": x}, run_id="r", turn=turn)
-        actions.append(d.action)
+        actions.append(_ran_or_denied(d))
         if not d.denied:
             guard.record(d, f"r{x}", True, run_id="r")
-    assert actions == ["allow", "allow", "allow", "deny", "deny"]  # the cap, reached in turn 2, stops it
+    assert actions == ["allow", "allow", "allow", "deny", "deny"]  # the call budget, reached in turn 2, stops it
 
     guard = _guard(tmp_path, "version: t2\nbudget: {max_turns: 3, max_tool_calls: null, max_seconds: null}\n")
     actions = []
     for turn in (1, 2, 3, 4, 1, 3):  # turn numbers seen before (another agent's counter) after the limit
         d = guard.check("a", {"x": len(actions)}, run_id="r", turn=turn)
-        actions.append(d.action)
+        actions.append(_ran_or_denied(d))
         if not d.denied:
             guard.record(d, f"r{len(actions)}", True, run_id="r")
     assert actions == ["allow", "allow", "allow", "deny", "deny", "deny"]
@@ -390,9 +394,116 @@ def test_after_the_last_turn_is_over_the_turn_limit_stays_the_reason(tmp_path: A
         seen = []
         for turn, tool in [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b")]:
             d = guard.check(tool, {"x": len(seen)}, run_id="r", turn=turn)
-            seen.append((d.action, d.kind))
+            seen.append((d.action, d.kind) if d.action == "deny" else ("allow", None))
             if not d.denied:
                 guard.record(d, f"r{len(seen)}", True, run_id="r")
         decisions[enforce] = seen
     assert decisions[True] == [("allow", None)] + [("deny", "budget")] * 4
     assert decisions[False] == decisions[True]
+
+
+def test_a_denial_inside_the_applications_own_tool_span_marks_it_not_dispatched(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The application opens its own execute_tool span around each decorated call: the denied
+    calls' spans are marked dispatched=false with the guard's kind, so the audit counts the 4
+    calls that ran (not 7) and finds nothing executed after the guard."""
+    import json
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_loopguard.audit import audit
+
+    monkeypatch.setenv("OTEL_LOOPGUARD_KEY", KEY.decode())
+    exporter, tracer = _traced()
+    guard, invoked = _guard(), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered", "version": 7}
+
+    with tracer.start_as_current_span("invoke_agent"):
+        for _ in range(7):
+            with tracer.start_as_current_span("execute_tool lookup_order") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", "lookup_order")
+                span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": "A12"}))
+                result = lookup_order("A12")
+                span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
+        otel_loopguard.record_termination("loop_guard")
+    spans = sorted((s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")),
+                   key=lambda s: s.start_time or 0)
+    assert len(invoked) == 4
+    assert [s.attributes.get("loopguard.dispatched") for s in spans] == [None] * 4 + [False] * 3
+    assert {s.attributes.get("loopguard.guard") for s in spans[4:]} == {"repeat"}
+    path = tmp_path / "own-spans.pb"
+    path.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    (report,) = audit([path])
+    assert report.score["tool_calls"] == 4 and report.score["executed_after_guard"] is False
+    assert report.score["guard_seq"] == 5 and report.passed is True, report.score["release"]
+
+
+def test_negative_control_an_allowed_call_in_its_own_tool_span_is_not_marked() -> None:
+    exporter, tracer = _traced()
+    guard = _guard()
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        return {"status": "delivered", "order": order_id}
+
+    with tracer.start_as_current_span("invoke_agent"):
+        for n in range(4):
+            with tracer.start_as_current_span("execute_tool lookup_order") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                lookup_order(f"A{n}")
+    assert not any("loopguard.dispatched" in (s.attributes or {}) for s in exporter.get_finished_spans())
+
+
+def test_a_denial_outside_any_tool_span_leaves_the_current_span_unmarked() -> None:
+    """The run's own span is not a call: a deny event on it must not mark it not dispatched."""
+    exporter, tracer = _traced()
+    guard = _guard()
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        return {"status": "delivered"}
+
+    with tracer.start_as_current_span("invoke_agent"):
+        for _ in range(5):
+            lookup_order("A12")
+    (root,) = exporter.get_finished_spans()
+    assert [e.attributes["loopguard.decision"] for e in root.events].count("deny") == 1
+    assert "loopguard.dispatched" not in (root.attributes or {})
+
+
+@pytest.mark.parametrize("enforce, verbs", [(True, ["warn", "warn", "deny"]),
+                                            (False, ["would_warn", "would_warn", "would_block"])])
+def test_an_observe_only_guard_records_what_it_would_do(enforce: bool, verbs: list) -> None:
+    exporter, tracer = _traced()
+    guard, invoked = make_guard(key=KEY, enforce=enforce), []
+
+    @guard.tool
+    def lookup_order(order_id: str) -> dict:
+        invoked.append(order_id)
+        return {"status": "delivered"}
+
+    with tracer.start_as_current_span("invoke_agent"):
+        results = [lookup_order("A12") for _ in range(5)]
+    (root,) = exporter.get_finished_spans()
+    assert [e.attributes["loopguard.decision"] for e in root.events] == verbs
+    assert len(invoked) == (4 if enforce else 5)
+    assert any("loop_guard_notice" in r for r in results if isinstance(r, dict)) is enforce  # nudged only when enforced
+
+
+def test_a_turn_budget_nudges_the_first_call_of_each_turn_from_warn_ratio(tmp_path: Any) -> None:
+    """Turn 20 of 25 (warn_ratio 0.8) is told where it stands; its sibling is not told twice."""
+    guard = _guard(tmp_path, "version: t5\nbudget: {max_turns: 25, max_tool_calls: null, max_seconds: null}\n")
+    nudged = []
+    for turn in range(1, 23):
+        for sibling in ("a", "b"):
+            d = guard.check(sibling, {"turn": turn}, run_id="r", turn=turn)
+            if d.action == "warn":
+                nudged.append((turn, sibling, d.message))
+            guard.record(d, f"r{turn}{sibling}", True, run_id="r")
+    assert [(t, s) for t, s, _ in nudged] == [(20, "a"), (21, "a"), (22, "a")]
+    assert nudged[0][2].startswith("[loop guard] this is turn 20 of the 25 the run may take. Change your approach")

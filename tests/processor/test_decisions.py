@@ -204,7 +204,7 @@ def test_the_guard_denies_the_same_call_observe_only_marks(tmp_path: Path) -> No
         verdicts.append(decision.action)
         if decision.action != "deny":
             guard.record(decision, {"n": n}, True, run_id="r")
-    assert verdicts == ["allow", "allow", "deny"]
+    assert verdicts == ["allow", "warn", "deny"]  # the cap's last call is nudged (warn_ratio 0.8 of 2)
 
 
 @pytest.mark.parametrize("policy, calls", [(None, 8), ("cap", 6)])
@@ -233,7 +233,34 @@ def test_every_call_after_a_stop_would_block_as_enforce_mode_denies_it(
     assert marked == denied and marked.count(True) >= 2
     later = [[e["loopguard.finding.reason"] for e in decisions(s) if e["loopguard.decision"] == "would_block"]
              for s in stack.tool_spans()[marked.index(True) + 1:]]
-    assert any(r.startswith("the run was stopped earlier") for reasons in later for r in reasons), later
+    if policy is None:
+        assert any(r.startswith("the run was stopped earlier") for reasons in later for r in reasons), later
+    else:  # a cap stops its tool, not the run: every later call of that tool is marked with the cap
+        assert all(reasons and all("its cap is 2" in r for r in reasons) for reasons in later), later
+
+
+def test_a_cap_marks_later_calls_of_its_tool_only(stacks: Callable[..., Stack], tmp_path: Path) -> None:
+    """docs/rollout.md: a per-tool cap refuses that tool only; the run goes on with the others,
+    and the guard agrees call by call."""
+    from otel_loopguard.enforce import make_guard
+
+    path = _cap_policy(tmp_path)
+    stack = stacks(policy=path)
+    guard = make_guard(key=b"decisions-test-key-0123", policy=path)
+    denied = []
+    with stack.tracer.start_as_current_span("agent"):
+        for n in range(6):
+            tool = "lookup_order" if n % 2 == 0 else "search_cases"
+            args, result = {"q": f"A-{n}"}, {"n": n}
+            emit(stack.tracer, {"name": f"execute_tool {tool}", "status": "OK"},
+                 attributes={**_genai_call(result, args=json.dumps(args)), "gen_ai.tool.name": tool})
+            decision = guard.check(tool, args, run_id="r")
+            denied.append(decision.action == "deny")
+            if not decision.denied:
+                guard.record(decision, result, True, run_id="r")
+    marked = [any(e["loopguard.decision"] == "would_block" for e in decisions(s)) for s in stack.tool_spans()]
+    assert denied == [False, False, False, False, True, False]  # the 3rd lookup_order only
+    assert marked == denied
 
 
 def test_a_budget_crossed_by_model_spans_does_not_stop_later_calls(stacks: Callable[..., Stack], tmp_path: Path) -> None:

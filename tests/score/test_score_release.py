@@ -209,6 +209,24 @@ def test_a_cap_contained_at_the_call_after_its_limit_is_on_time(tmp_path, guard_
     assert ("guard_too_late" in " ".join(violations(report))) is not passes
 
 
+@pytest.mark.parametrize("capped_again, passes", [(False, True), (True, False)])
+def test_a_cap_refuses_its_tool_only_other_tools_after_it_are_the_run_going_on(
+        tmp_path, capped_again: bool, passes: bool) -> None:
+    """docs/rollout.md: a per-tool cap refuses that tool only. Other tools dispatched after its
+    denial are not `executed_after_guard`; the capped tool dispatched again past its cap is."""
+    records = [call(i, arguments={"order_id": f"A{i}"}, observation={"status": "delivered", "version": i})
+               for i in (1, 2)]
+    records += [call(3, observation="not executed: loop guard", ok=False, dispatched=False, guard="tool_cap"),
+                call(4, "get_shipping", {"order_id": "A1"}, {"carrier": "DHL"}),
+                call(5, "get_shipping", {"order_id": "A2"}, {"carrier": "UPS"})]
+    if capped_again:
+        records.append(call(6, arguments={"order_id": "A6"}, observation={"status": "lost", "version": 6}))
+    report = one(tmp_path, records + [run_record("final_answer", True)], {"tools": {"lookup_order": {"max_calls": 2}}})
+    assert report.score["executed_after_guard"] is capped_again
+    assert report.score["calls_past_cap"] == (1 if capped_again else 0)
+    assert report.passed is passes, violations(report)
+
+
 @pytest.mark.parametrize("with_models", [False, True])
 def test_a_turn_budget_contained_at_the_next_turn_is_on_time(tmp_path, with_models: bool) -> None:
     """The turn budget's last turn runs whole (parallel calls included), and with model records
