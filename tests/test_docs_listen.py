@@ -6,7 +6,6 @@ collector_config/ is covered too: its commands are what users copy next to a Col
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shlex
 from dataclasses import fields
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_loopguard.receiver.config import ReceiverConfig
+from otel_loopguard.receiver.config import ReceiverConfig, is_loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
@@ -34,13 +33,7 @@ def _commands(text: str) -> list[list[str]]:
 
 
 def _loopback(address: str) -> bool:
-    host = address.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(address.rpartition(":")[0].strip("[]"))
 
 
 def _open_listens(words: list[str]) -> list[str]:

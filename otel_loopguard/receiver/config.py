@@ -138,6 +138,18 @@ def split_host_port(text: str) -> tuple[str, int]:
     return host.removeprefix("[").removesuffix("]"), int(port)
 
 
+def is_loopback(host: str) -> bool:
+    """"127.0.0.1", "::1", "localhost": an address only this host reaches."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 _ENV_PREFIX = "OTEL_LOOPGUARD_"
 # OTEL_LOOPGUARD_KEY_FILE is left to load_key(), so OTEL_LOOPGUARD_KEY beats it here as in the
 # processor and the audit: both ends must pick the same key, or digests silently stop comparing.

@@ -19,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
-from .config import ReceiverConfig, parse_headers, split_host_port
+from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
@@ -146,7 +146,7 @@ def _warn_if_open(config: ReceiverConfig, certificates: Optional[CertificateStor
     """Allowed (a private network may be protection enough), but said out loud."""
     admits_anyone = tokens is None and not config.tls_client_ca_file
     for setting, listen in (("listen", config.listen), ("metrics_listen", config.metrics_listen)):
-        if not listen or _loopback(split_host_port(listen)[0]):
+        if not listen or is_loopback(split_host_port(listen)[0]):
             continue
         if admits_anyone:
             _log.warning("%s %s is not loopback and asks for neither a token nor a client certificate: anyone who "
@@ -155,17 +155,6 @@ def _warn_if_open(config: ReceiverConfig, certificates: Optional[CertificateStor
         elif certificates is None:
             _log.warning("%s %s is not loopback and not TLS: bearer tokens cross the network in plaintext",
                          setting, listen)
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Optional[CertificateStore],

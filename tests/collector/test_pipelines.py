@@ -75,6 +75,12 @@ def test_the_new_component_names_validate_too(tmp_path: Path) -> None:
 # -- fan-out and inline ----------------------------------------------------------------------
 
 
+def _carry(layout: S.Layout, workdir: Path, runs: int = 20, conversations: bool = False) -> tuple[dict, S.Delivery]:
+    """The app's runs through the layout's Collector, counted at the backend once all have arrived."""
+    result = S.start_app(layout.collector.port("otlp"), workdir, runs=runs, rate=20, conversations=conversations).result()
+    return result, S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+
+
 def _healthy_and_loops(d: S.Delivery, runs: int) -> None:
     assert d.lost == 0 and d.duplicated == 0, d.row()
     assert d.loops == runs // 2 and d.loops_stopped == d.loops, d.row()
@@ -85,9 +91,7 @@ def test_fanout_every_span_once_at_the_backend_and_findings_come_back(tmp_path: 
                                                                       layouts: list[S.Layout]) -> None:
     layout = S.fanout(tmp_path)
     layouts.append(layout)
-    app = S.start_app(layout.collector.port("otlp"), tmp_path, runs=20, rate=20)
-    result = app.result()
-    d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+    _, d = _carry(layout, tmp_path)
     _healthy_and_loops(d, 20)
     assert d.summaries == 20, d.row()  # one run summary per trace, through otlp/findings
 
@@ -142,9 +146,7 @@ def test_fanout_into_phoenix(tmp_path: Path, layouts: list[S.Layout]) -> None:
 def test_inline_every_span_passes_the_receiver_once(tmp_path: Path, layouts: list[S.Layout]) -> None:
     layout = S.inline(tmp_path)
     layouts.append(layout)
-    app = S.start_app(layout.collector.port("otlp"), tmp_path, runs=20, rate=20)
-    result = app.result()
-    d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+    _, d = _carry(layout, tmp_path)
     _healthy_and_loops(d, 20)
     assert S.spans_received(layout.receivers[0], layout.secrets) == d.created  # every app span went through otel-loopguard
 
@@ -187,8 +189,7 @@ def test_sharded_dns_resolver_carries_traffic(tmp_path: Path, layouts: list[S.La
     """sharded-dns.yaml: the replica list from a name lookup (here the loopback address itself)."""
     layout = S.sharded(tmp_path, "sharded-dns.yaml", replicas=1)
     layouts.append(layout)
-    result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=20, rate=20).result()
-    d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+    _, d = _carry(layout, tmp_path)
     _healthy_and_loops(d, 20)
     assert d.summaries == 20 and S.spans_received(layout.receivers[0], layout.secrets) == d.created
 
@@ -200,8 +201,7 @@ def test_sharded_by_conversation_keeps_each_run_on_one_replica(tmp_path: Path, l
     """sharded-by-conversation.yaml: runs of two traces each, tied by gen_ai.conversation.id, judged whole."""
     layout = S.sharded(tmp_path, "sharded-by-conversation.yaml", args=CONVERSATION_ARGS)
     layouts.append(layout)
-    result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=40, rate=20, conversations=True).result()
-    d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+    _, d = _carry(layout, tmp_path, runs=40, conversations=True)
     _healthy_and_loops(d, 40)
     assert {len(v) for v in S.by_run(layout.backend.snapshot()[2]).values()} == {1}  # one summary per run
     assert all(S.spans_received(r, layout.secrets) > 0 for r in layout.receivers)
@@ -211,8 +211,7 @@ def test_conversations_routed_by_trace_id_are_split(tmp_path: Path, layouts: lis
     """The negative control: the same conversations through sharded.yaml (trace id routing) lose their stops."""
     layout = S.sharded(tmp_path, "sharded.yaml", args=CONVERSATION_ARGS)
     layouts.append(layout)
-    result = S.start_app(layout.collector.port("otlp"), tmp_path, runs=40, rate=20, conversations=True).result()
-    d = S.wait_delivered(layout.backend, result, 60, explain=layout.explain)
+    _, d = _carry(layout, tmp_path, runs=40, conversations=True)
     assert d.lost == 0 and d.loops == 20
     # A conversation's two traces land on one replica with probability 1/2: 20 loops all whole is 1 in 2^20.
     assert d.loops_stopped < d.loops, d.row()
