@@ -134,7 +134,7 @@ def _inline(work: Path, payloads: Sequence[bytes], spans: int, on_disk: bool = T
         for exporter in filled.doc["exporters"].values():
             exporter["sending_queue"].pop("storage", None)
             exporter["compression"] = "none"
-    receiver.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}"]
+    receiver.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", "--forward-queue-bytes", "0"]
     collector = Collector(filled, work).start()
     receiver.start()
     try:

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here")
     parser.add_argument("--run-id-attribute", metavar="NAME", help="group runs by this attribute, e.g. gen_ai.conversation.id")
     parser.add_argument("--max-receive-bytes", type=int, metavar="N", help="largest request accepted (default 64 MiB)")
+    parser.add_argument("--forward-queue-bytes", type=int, metavar="N",
+                        help="inline: answer senders once their spans are queued, up to N bytes (default 256 MiB; "
+                             "0: only once the downstream took them)")
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
     parser.add_argument("--dense-seq", action="store_true", default=None,
                         help="every loopguard.seq is numbered 1..N: a gap is a missing call (default: only marked ones)")

@@ -37,7 +37,11 @@ class ReceiverConfig:
     dedupe_seconds: float = 600.0
     max_buffered_calls: int = 1_000_000  # backpressure above this many buffered calls
     max_open_runs: int = 100_000  # ... or this many open runs
-    forward_timeout_seconds: float = 5.0  # per request, retries included
+    forward_timeout_seconds: float = 5.0  # per delivery attempt, retries included
+    # Inline mode answers a sender once its spans are queued for the downstream, up to this many
+    # bytes (then UNAVAILABLE); 0: answer only once the downstream took them (delivery.py).
+    forward_queue_bytes: int = 256 * 1024 * 1024
+    forward_consumers: int = 4  # requests sent to the downstream at once from that queue
     retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
     insecure: bool = True  # plaintext gRPC downstream; false: TLS with the system's roots
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)
@@ -98,7 +102,7 @@ class ReceiverConfig:
         return self
 
 
-_AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size")
+_AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size", "forward_consumers")
 MIN_RECEIVE_BYTES, MAX_RECEIVE_BYTES = 64 * 1024, 2**31 - 1
 
 

@@ -12,7 +12,7 @@ import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -21,6 +21,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from ..findings.otlp import export_request
 from .config import ConfigError, ReceiverConfig
 from .metrics import Metrics
+
+if TYPE_CHECKING:
+    from .delivery import ForwardQueue
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
@@ -71,6 +74,14 @@ class Downstream:
         options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+            # Back to a returning downstream within a second or two: gRPC's default reconnect
+            # backoff grows to 120 s, and took 10-14 s to notice a backend back after an outage.
+            ("grpc.initial_reconnect_backoff_ms", 250),
+            ("grpc.min_reconnect_backoff_ms", 250),
+            ("grpc.max_reconnect_backoff_ms", 2000),
+            # A connection that died silently (a NAT or load balancer dropping it) is noticed.
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
         ]
         self.target = target
         self._metrics = metrics
@@ -145,9 +156,12 @@ class FindingQueue:
     """Finding and run spans on their way downstream, in batches, until delivered."""
 
     def __init__(
-        self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512, timeout: float = 5.0
+        self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512, timeout: float = 5.0,
+        after: Optional["ForwardQueue"] = None,
     ):
+        """`after`: the forward queue whose spans a finding must not overtake (inline mode)."""
         self._downstream = downstream
+        self._after = after
         self._metrics = metrics
         self._timeout = timeout
         self._in_flight = 0
@@ -185,6 +199,8 @@ class FindingQueue:
         self._in_flight = len(batch)
         self._gauge()
         try:
+            if self._after is not None:  # the spans these findings are about go first
+                await self._after.wait_delivered(self._after.last_put)
             while True:
                 result = await self._downstream.send(payload, timeout=self._timeout)
                 if result.status != RETRY_LATER:

@@ -37,6 +37,9 @@ HELP = {
     "runs_open": "Runs currently open.",
     "buffered_calls": "Tool calls held waiting for order or completion.",
     "finding_queue": "Finding spans not yet delivered (waiting, or in the batch being sent).",
+    "forward_queue_bytes": "Bytes of accepted requests waiting for the downstream, or being sent (inline mode).",
+    "forward_queue_requests": "Accepted requests waiting for the downstream, or being sent (inline mode).",
+    "spans_dropped_downstream_total": "Accepted spans the downstream refused for good, or not delivered by shutdown (inline mode).",
 }
 
 

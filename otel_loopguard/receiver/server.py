@@ -21,6 +21,7 @@ from ..policy import load_policy
 from .assembly import RunAssembler
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
+from .delivery import ForwardQueue, queue_for
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
 from .reload import Reloader
@@ -47,6 +48,7 @@ class Running:
     _metrics_server: Optional[asyncio.base_events.Server]
     _health: health.aio.HealthServicer
     reloader: Optional[Reloader] = None
+    forward_queue: Optional[ForwardQueue] = None  # inline mode, answering once queued
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -59,9 +61,13 @@ class Running:
         await self.receiver.settle(grace)
         for task in self._tasks:
             task.cancel()
+        if self.forward_queue is not None:  # the spans senders were told are taken, before their findings
+            await self.forward_queue.drain(timeout=grace)
         self.findings.put(self.assembler.flush())
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
+        if self.forward_queue is not None:
+            await self.forward_queue.stop()
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
@@ -79,10 +85,12 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
-    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds)
+    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
+                              config.forward_consumers, config.forward_timeout_seconds)
+    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
-    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics)
+    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
 
     server = grpc.aio.server(
         options=[
@@ -117,6 +125,8 @@ async def start(config: ReceiverConfig) -> Running:
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     findings.start()
+    if forward_queue is not None:
+        forward_queue.start()
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
@@ -134,7 +144,7 @@ async def start(config: ReceiverConfig) -> Running:
               "TLS" if config.tls else "plaintext", names, config.compression, key.key_id, policy.version)
     _warn_if_open(config, certificates, tokens)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader)
+                   tasks, metrics_server, health_servicer, reloader, forward_queue)
 
 
 def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> str:

@@ -8,13 +8,16 @@ Order of operations per request:
    and reserve the new ones. A span another request is still forwarding makes
    this request retry later, rather than be dropped as a duplicate of a
    delivery that may yet fail.
-4. Inline mode: forward the original bytes when nothing was dropped, else a
-   filtered copy, without holding anything else up. If the downstream stays
-   down -> UNAVAILABLE with RetryInfo and nothing is remembered, so the
-   sender's retry is not mistaken for a duplicate.
+4. Inline mode: the original bytes when nothing was dropped, else a filtered
+   copy, go into the forward queue (delivery.py), and the sender is answered;
+   a full queue -> UNAVAILABLE with RetryInfo, before anything is remembered.
+   Without a queue (forward_queue_bytes: 0) the request is forwarded first, without
+   holding anything else up; if the downstream stays down -> UNAVAILABLE with
+   RetryInfo and nothing is remembered, so the sender's retry is not mistaken
+   for a duplicate.
 5. Only then remember the spans and feed the detectors; findings are queued.
-   Steps 4-5 run to the end even when the sender cancels (its deadline passed):
-   the downstream may already hold the spans.
+   Without a queue, steps 4-5 run to the end even when the sender cancels (its
+   deadline passed): the downstream may already hold the spans.
 
 Steps 3 and 5 contain no await, so on the event loop each runs as one piece.
 """
@@ -40,6 +43,7 @@ from .assembly import RunAssembler
 from .config import ReceiverConfig
 from .decode import Decoded, DecodedRequest, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from .delivery import ForwardQueue
 from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
 from .metrics import Metrics
 
@@ -57,8 +61,10 @@ class TraceReceiver:
         downstream: Optional[Downstream],
         findings: FindingQueue,
         metrics: Metrics,
+        forward_queue: Optional[ForwardQueue] = None,
     ):
         self._config = config
+        self._queue = forward_queue
         self._assembler = assembler
         self._deduper = deduper
         self._downstream = None if config.findings_only else downstream
@@ -78,12 +84,21 @@ class TraceReceiver:
     async def export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
         if self._overloaded():
             await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
+        if self._queue is not None and not self._queue.room_for(len(data)):
+            await self._retry_later(context, "otel-loopguard's forward queue is full (the downstream is slow or down); "
+                                    "retry shortly")
         decoded = await self._decode(data, context)
         fresh, dropped = self._classify(decoded.spans)
         if any(d.key in self._in_flight for d in fresh):
             await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
         keys = {d.key for d in fresh}
         self._in_flight |= keys
+        if self._queue is not None:
+            try:
+                await self._enqueue(data, decoded, fresh, dropped)
+            finally:
+                self._in_flight -= keys
+            return _response(decoded.rejected, _NOTHING_REFUSED)
         # Shielded: a sender whose deadline passes mid-forward cancels this handler, but the
         # downstream may already hold the spans. They are remembered and judged all the same,
         # so the sender's retry is a duplicate, not a second delivery.
@@ -95,20 +110,30 @@ class TraceReceiver:
             await self._refuse(downstream, context)
         return _response(decoded.rejected, downstream)
 
+    async def _enqueue(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
+                       dropped: list[tuple[Decoded, str]]) -> None:
+        """Queue the unique spans for the downstream, then remember and judge them."""
+        assert self._queue is not None
+        if fresh:
+            self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh))
+        self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+
+    async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
+                       dropped: list[tuple[Decoded, str]]) -> bytes:
+        """The original bytes when nothing was dropped: no re-encoding on the common path."""
+        if not dropped and not decoded.rejected:
+            return data
+        if len(data) >= LARGE_REQUEST_BYTES:
+            return await asyncio.to_thread(_filtered_bytes, data, fresh)
+        return _filtered_bytes(data, fresh)
+
     async def _deliver(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
                        dropped: list[tuple[Decoded, str]], keys: set[bytes]) -> SendResult:
         """Forward (inline mode), then remember and judge; on a refusal nothing is remembered."""
         try:
             downstream = _NOTHING_REFUSED
             if self._downstream is not None and fresh:
-                # The original bytes when nothing was dropped: no re-encoding on the common path.
-                filtered = bool(dropped) or bool(decoded.rejected)
-                payload = data
-                if filtered and len(data) >= LARGE_REQUEST_BYTES:
-                    payload = await asyncio.to_thread(_filtered_bytes, data, fresh)
-                elif filtered:
-                    payload = _filtered_bytes(data, fresh)
-                downstream = await self._forward(payload, len(fresh))
+                downstream = await self._forward(await self._payload(data, decoded, fresh, dropped), len(fresh))
                 if downstream.status != SENT:
                     return downstream
             self._accept(decoded.spans, decoded.rejected, fresh, dropped)

@@ -247,7 +247,8 @@ def inline(workdir: Path, on_disk: bool = True) -> Layout:
     if not on_disk:
         for exporter in filled.doc["exporters"].values():
             exporter["sending_queue"].pop("storage", None)
-    lg.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", *lg.args]
+    # As the config's command: answered only once the spans are back in the Collector.
+    lg.args = ["--forward", f"127.0.0.1:{filled.ports['otlp/guarded']}", "--forward-queue-bytes", "0", *lg.args]
     return Layout(_collector(filled, workdir, secrets), [lg.start()], backend, secrets)
 
 

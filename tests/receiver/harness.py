@@ -84,6 +84,10 @@ def make_config(forward_port: int, **overrides: Any) -> ReceiverConfig:
         gap_wait_seconds=1.0,
         forward_timeout_seconds=1.0,
         retry_after_seconds=0.2,
+        # Forward before answering, so a test sees the downstream's state when Export returns;
+        # the forward queue (the default) has its own tests (test_forward_queue.py), and the
+        # end-to-end tests (tests/e2e, tests/collector) run the receiver with its defaults.
+        forward_queue_bytes=0,
     )
     return replace(base, **overrides)
 
