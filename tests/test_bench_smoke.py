@@ -41,3 +41,13 @@ def test_the_processor_bench_measures_both_setups() -> None:
     for kind in ("tool", "distinct", "stopped", "plain"):
         baseline, guarded = bench.best_pair(kind, 20, 1)
         assert baseline and guarded
+
+
+def test_the_collector_and_chaos_benches_still_reach_the_harness_they_drive() -> None:
+    """They run the Collector and real processes (minutes): here only that what they call exists."""
+    collector = _load("bench_collector")
+    assert callable(collector.passthrough) and callable(collector.S.store_and_forward)
+    assert collector.cpu_seconds(__import__("os").getpid()) > 0
+    chaos = _load("chaos")
+    assert set(chaos.SCENARIOS) == {"outage", "outage-sync", "sigterm", "sigkill"}
+    assert callable(chaos.S.wait_delivered) and callable(chaos.S.start_app)

@@ -33,6 +33,15 @@ class _Flush:
         self.done = threading.Event()
 
 
+class _Plain:
+    """A span that needs no tagging, queued behind tool spans still being tagged."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: ReadableSpan) -> None:
+        self.span = span
+
+
 _STOP = object()
 # How long the worker lets tool spans gather before tagging them, unless a flush, a
 # shutdown or a half-full queue calls it sooner. Tagging is CPU work under the GIL: done
@@ -71,6 +80,7 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._wake = threading.Event()
         self._control = threading.RLock()  # flush and stop bookkeeping only, never per span
         self._asleep = False  # the worker waits for a first span: wake it
+        self._busy = False  # the worker is handing spans on: a plain span must queue behind them
         self._gathering = False  # the worker lets a batch gather: wake it at the high-water mark
         self._urgent = False  # a flush or a shutdown waits
         self._worker = threading.Thread(target=self._work, name="otel-loopguard", daemon=True)
@@ -129,17 +139,17 @@ class LoopguardSpanProcessor(SpanProcessor):
                 plain = span._attributes._dict  # type: ignore[union-attr]  # noqa: SLF001
             except AttributeError:
                 plain = attribute_dict(span)
+            pending = self._pending
             if not plain.keys().isdisjoint(MARKER_KEYS):
-                pending = self._pending
-                if not self._stopped and len(pending) < self._queue_size:  # threads may overshoot by one each
-                    pending.append(span)
-                    if self._asleep or (self._gathering and len(pending) >= self._high_water):
-                        self._wake.set()
-                    if self._stopped:  # shutdown began meanwhile: its worker may be gone
-                        self._reclaim(span)
+                if self._queue(span):
                     return
                 self.passed_untagged += 1
                 span = self._tagger.untagged(span)  # still redacted when redaction is on
+            elif (pending or self._busy) and self._queue(_Plain(span)):
+                # Tool spans that ended before this one are still being tagged: this one waits
+                # behind them, so exporters see spans in the order they ended (a root before
+                # its tool calls would make a receiver judge the run before they arrive).
+                return
         except Exception:  # never into the application: the span goes on untagged (and redacted)
             self._log_error("checking a span")
             span = self._untagged(span)
@@ -148,6 +158,18 @@ class LoopguardSpanProcessor(SpanProcessor):
                 delegate.on_end(span)
             except Exception:
                 self._log_error("handing a span on")
+
+    def _queue(self, item: Any) -> bool:
+        """Append for the worker; False when the queue is full or shutting down."""
+        pending = self._pending
+        if self._stopped or len(pending) >= self._queue_size:  # threads may overshoot by one each
+            return False
+        pending.append(item)
+        if self._asleep or (self._gathering and len(pending) >= self._high_water):
+            self._wake.set()
+        if self._stopped:  # shutdown began meanwhile: its worker may be gone
+            self._reclaim(item)
+        return True
 
     # -- the worker thread --------------------------------------------------------------
     def _work(self) -> None:
@@ -167,6 +189,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 wake.wait(BATCH_DELAY_SECONDS)
             self._gathering = False
             self._urgent = False
+            self._busy = True  # spans taken from the queue but not handed on yet
             while pending:
                 item = pending.popleft()
                 if item is _STOP:
@@ -174,12 +197,16 @@ class LoopguardSpanProcessor(SpanProcessor):
                 if isinstance(item, _Flush):
                     item.done.set()
                     continue
+                if isinstance(item, _Plain):
+                    self._hand_on(item.span)
+                    continue
                 try:
                     tagged = self._tagger.tag(item)
                 except Exception:
                     self._log_error("tagging a span")
                     tagged = self._untagged(item)
                 self._hand_on(tagged)
+            self._busy = False
 
     def _enqueue(self, item: object) -> None:
         """A control item for the worker (flush, stop): never refused, handled at once."""
@@ -196,14 +223,14 @@ class LoopguardSpanProcessor(SpanProcessor):
             self._log_error("redacting a span")
             return span
 
-    def _reclaim(self, span: ReadableSpan) -> None:
+    def _reclaim(self, item: Any) -> None:
         """A span queued while shutting down: hand it on here unless the worker took it."""
         with self._control:
             try:
-                self._pending.remove(span)
+                self._pending.remove(item)
             except ValueError:
                 return  # the worker (or the shutdown's sweep) has it
-        self._hand_on(self._untagged(span))
+        self._hand_on(item.span if isinstance(item, _Plain) else self._untagged(item))
 
     def _hand_on(self, span: ReadableSpan) -> None:
         for delegate in self._delegates:
@@ -257,6 +284,8 @@ class LoopguardSpanProcessor(SpanProcessor):
                     return
                 if isinstance(item, _Flush):
                     item.done.set()
+                elif isinstance(item, _Plain):
+                    self._hand_on(item.span)
                 elif item is not _STOP:
                     self._hand_on(self._untagged(item))
 
