@@ -225,8 +225,9 @@ def test_a_shard_restarted_mid_stream_loses_no_span(tmp_path: Path) -> None:
     print("shard restart:", d.row())
     assert d.lost == 0 and d.duplicated == 0, d.row()  # the backend path does not go through the replicas
     assert d.healthy_flagged == 0, d.row()
-    # Only runs in flight while replica 1 restarted can be judged in pieces (at 20 runs/s, a few).
-    assert d.loops_stopped >= d.loops - 10, d.row()
+    # Only runs in flight while replica 1 restarted can be judged in pieces (at 20 runs/s, a few),
+    # and those show their gap: every loop is stopped or marked incomplete, but for a couple.
+    assert d.loops_stopped + d.loops_incomplete >= d.loops - 2, d.row()
 
 
 def test_store_and_forward_through_an_outage_and_receiver_restarts(tmp_path: Path) -> None:
@@ -240,7 +241,7 @@ def test_store_and_forward_through_an_outage_and_receiver_restarts(tmp_path: Pat
     # 2048 spans at most per request).
     assert d.duplicated <= 2 * 2048, d.row()
     assert d.healthy_flagged == 0, d.row()
-    assert d.loops_stopped >= 0.95 * d.loops, d.row()
+    assert d.loops_stopped + d.loops_incomplete >= d.loops - 5, d.row()
 
 
 def test_without_the_disk_queues_a_collector_restart_in_an_outage_loses_spans(tmp_path: Path) -> None:
