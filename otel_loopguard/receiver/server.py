@@ -23,6 +23,7 @@ from .config import ReceiverConfig, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
+from .phoenix import PhoenixAnnotator
 from .reload import Reloader
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from .service import SERVICE, TraceReceiver
@@ -47,6 +48,7 @@ class Running:
     _metrics_server: Optional[asyncio.base_events.Server]
     _health: health.aio.HealthServicer
     reloader: Optional[Reloader] = None
+    annotator: Optional[PhoenixAnnotator] = None
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -62,6 +64,9 @@ class Running:
         self.findings.put(self.assembler.flush())
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
+        if self.annotator is not None:
+            await self.annotator.drain(timeout=grace)
+            await self.annotator.stop()
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
@@ -117,6 +122,7 @@ async def start(config: ReceiverConfig) -> Running:
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     findings.start()
+    annotator = _annotator(config, metrics, findings)
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
@@ -134,7 +140,20 @@ async def start(config: ReceiverConfig) -> Running:
               "TLS" if config.tls else "plaintext", names, config.compression, key.key_id, policy.version)
     _warn_if_open(config, certificates, tokens)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader)
+                   tasks, metrics_server, health_servicer, reloader, annotator)
+
+
+def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
+    """The opt-in Phoenix trace annotations, fed with the finding spans the downstream took."""
+    if not config.annotate_phoenix_url:
+        return None
+    annotator = PhoenixAnnotator(config.annotate_phoenix_url, config.phoenix_api_key, metrics,
+                                 timeout=config.forward_timeout_seconds)
+    findings.on_delivered = annotator.offer
+    annotator.start()
+    _log.info("stop findings also go to Phoenix at %s as trace annotations named %r%s", config.annotate_phoenix_url,
+              "loopguard", " (with an API key)" if config.phoenix_api_key else "")
+    return annotator
 
 
 def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> str:
