@@ -108,16 +108,18 @@ async def start(config: ReceiverConfig) -> Running:
     except OSError as exc:
         await downstream.close()
         raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
+    problem = _cannot_bind(config.listen)
     try:
-        port = (server.add_secure_port(config.listen, certificates.credentials()) if certificates is not None
-                else server.add_insecure_port(config.listen))
+        # Tried first by us: gRPC's C core logs its own "Failed to add port" line before ours.
+        port = 0 if problem else (server.add_secure_port(config.listen, certificates.credentials())
+                                  if certificates is not None else server.add_insecure_port(config.listen))
     except RuntimeError:  # grpcio raises this where older releases returned 0
         port = 0
     if port == 0:
         if metrics_server is not None:
             metrics_server.close()
         await downstream.close()
-        raise OSError(f"cannot listen on {config.listen} (in use, or not an address of this host)")
+        raise OSError(f"cannot listen on {config.listen} ({problem or 'in use, or not an address of this host'})")
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -154,6 +156,31 @@ def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue)
     _log.info("stop findings also go to Phoenix at %s as trace annotations named %r%s", config.annotate_phoenix_url,
               "loopguard", " (with an API key)" if config.phoenix_api_key else "")
     return annotator
+
+
+def _cannot_bind(listen: str) -> Optional[str]:
+    """Why `listen` cannot be bound, tried as gRPC binds it (address reuse on, port sharing
+    off); None when it can be, or when only gRPC can tell (a name that does not resolve)."""
+    import errno
+    import socket
+
+    host, port = split_host_port(listen)
+    if port == 0:
+        return None
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return "the port is in use: another process listens there"
+                return f"not an address of this host: {exc.strerror}"
+    return None
 
 
 def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> str:
