@@ -11,11 +11,13 @@ import contextlib
 import logging
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
@@ -49,6 +51,7 @@ class Running:
     _health: health.aio.HealthServicer
     reloader: Optional[Reloader] = None
     annotator: Optional[PhoenixAnnotator] = None
+    note: Optional[Path] = None  # where this receiver told local apps where it forwards
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -70,6 +73,7 @@ class Running:
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
+        local_receivers.withdraw(self.note)
         _log.info("otel-loopguard receiver stopped")
 
 
@@ -141,8 +145,10 @@ async def start(config: ReceiverConfig) -> Running:
               "key id %s, policy %s)", host, port, listen_side, mode, config.forward,
               "TLS" if config.tls else "plaintext", names, config.compression, key.key_id, policy.version)
     _warn_if_open(config, certificates, tokens)
+    # install() in an app on this machine reads it: an exporter aimed at `forward` bypasses us.
+    note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader, annotator)
+                   tasks, metrics_server, health_servicer, reloader, annotator, note)
 
 
 def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
