@@ -19,6 +19,7 @@ from ..bounded import BoundedMap
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run
 from ..findings import INFO, WARN, Finding
+from ..findings.otlp import MAX_INPUT_CHARS
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..otlp.order import order_calls
 from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
@@ -30,7 +31,6 @@ MAX_GUARD_EVENTS = 100
 MAX_STARTS = 100_000
 RECENT_CALLS = 1024
 RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
-MAX_ARGUMENT_CHARS = 2000
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
 
@@ -135,10 +135,10 @@ class RunBuffer:
 
     def _note_arguments(self, action: str, arguments: Any) -> None:
         if isinstance(arguments, str):
-            text = arguments[:MAX_ARGUMENT_CHARS + 1]  # the same object when short: no copy
+            text = arguments[:MAX_INPUT_CHARS + 1]  # the same object when short: no copy
         else:
             try:
-                text = json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_ARGUMENT_CHARS + 1]
+                text = json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_INPUT_CHARS + 1]
             except (TypeError, ValueError):
                 return
         self.arguments.put(action, text)
