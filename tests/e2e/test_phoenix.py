@@ -14,10 +14,20 @@ contract (CONTRACT.md section 2) as a user of that backend would see it:
   agent's root span, whose `loopguard.finding.span_ids` (and `loopguard.call` events) name
   the first five tool spans as Phoenix stores them. Phoenix keeps no span links, so this
   attribute is what makes the finding navigable there;
+- that it stands out there (CONTRACT v1.1): named `loopguard.finding repeat/stop lookup_order`,
+  status ERROR with the reason, kind GUARDRAIL with input and output values, and the GenAI
+  `gen_ai.evaluation.result` event; a warn finding of the same run stays UNSET (the negative
+  control), and the run summary `loopguard.run scored/fail` is an ERROR EVALUATOR;
 - the finding spans were filed into the app's Phoenix project (Phoenix files a span into the
   project of its trace once the trace exists, whatever the span's own resource says);
 - a `loopguard.run` summary span;
 - the receiver exits 0 on SIGTERM.
+
+A second test turns on the opt-in Phoenix trace annotations (`--annotate-phoenix-url`) and runs
+a looping and a healthy agent: the looping trace gets the `loopguard` annotation
+(`GET /v1/projects/{project}/trace_annotations`), the healthy one none, and the filters
+docs/deployment.md gives, run by Phoenix's own filter engine (GraphQL), list the looping trace
+and nothing of the healthy one.
 
 Everything listens on and talks to 127.0.0.1 only. Phoenix is started with telemetry and
 external resources disabled, and through `_phoenix_loopback.py`, which keeps its OTLP/gRPC
