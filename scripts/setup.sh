@@ -24,21 +24,12 @@ if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
 fi
 
 # A command's lines pass through, indented; when it has said nothing for 8 s, a line says that
-# it is still working.
+# it is still working (scripts/talk.sh).
 talking() {
   local what="$1"; shift
   local status_file
   status_file=$(mktemp)
-  ( "$@" 2>&1; echo $? > "$status_file" ) |
-    while :; do
-      if IFS= read -r -t 8 line; then
-        printf '  %s\n' "$line"
-      elif [ $? -gt 128 ]; then
-        say "still $what ..."
-      else
-        break
-      fi
-    done
+  ( "$@" 2>&1; echo $? > "$status_file" ) | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh setup "$what" "  "
   local status
   status=$(cat "$status_file")
   rm -f "$status_file"

@@ -16,7 +16,11 @@ if command -v go >/dev/null 2>&1; then
 else
   echo "test.sh: 'go' not found: the Collector tests will skip (on CI they fail); apt-get install golang-go" >&2
 fi
-# Each test's name before it runs, and a line every 10 s while a long one runs (tests/conftest.py).
+# Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
+# up to a minute), a line every 8 s names it (scripts/talk.sh).
 say "step 4/4: the test suite (pytest -v)"
-export OTEL_LOOPGUARD_TEST_HEARTBEAT=10
-exec .venv/bin/python -m pytest -v "$@"
+set +e
+.venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
+status=${PIPESTATUS[0]}
+say "pytest exit status $status"
+exit "$status"

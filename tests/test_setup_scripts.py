@@ -71,3 +71,19 @@ def test_a_changed_dependency_list_is_not_taken_for_up_to_date(tmp_path: Path) -
     proc = subprocess.run(["bash", "-c", "timeout 5 bash scripts/setup.sh test || true"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     assert "was made from another dependency list: updating it (extras: test)" in proc.stdout, proc.stdout
+
+
+def test_a_long_test_is_named_while_it_runs_as_test_sh_runs_pytest(tmp_path: Path) -> None:
+    """scripts/test.sh pipes `pytest -v` through scripts/talk.sh (a line every 8 s); here every 1 s."""
+    import sys
+
+    (tmp_path / "test_slow.py").write_text("import time\n\n\ndef test_slow():\n    time.sleep(3)\n")
+    pytest_cmd = f"{sys.executable} -m pytest -v -p no:cacheprovider test_slow.py"
+    script = f"cd {tmp_path} && {pytest_cmd} 2>&1 | TALK_EVERY=1 bash {ROOT / 'scripts' / 'talk.sh'} test running"
+    status, lines = _timed(["bash", "-c", script], dict(os.environ))
+    text = "\n".join(line for _, line in lines)
+    assert status == 0, text
+    assert "s] still running: test_slow.py::test_slow" in text, text
+    assert "test_slow.py::test_slow PASSED" in text  # the partial line completed, not lost
+    gap, before = _longest_silence(lines)
+    assert gap <= 2.5, f"silent for {gap:.1f} s after {before!r}"
