@@ -64,6 +64,7 @@ class RunBuffer:
         # Only arguments that reached the receiver unredacted (so the backend holds them already),
         # cut short: a finding shows what was repeated without copying a payload.
         self.arguments: BoundedMap[str, str] = BoundedMap(RECENT_ARGUMENTS)
+        self._args_action = ""  # the action whose arguments were noted last
         self.findings: list[Finding] = []
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
@@ -99,7 +100,7 @@ class RunBuffer:
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
         call = fingerprint_call(raw, self._fp)
-        if raw.arguments is not None:
+        if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
             self._note_arguments(call.action, raw.arguments)
         out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
@@ -142,6 +143,7 @@ class RunBuffer:
             except (TypeError, ValueError):
                 return
         self.arguments.put(action, text)
+        self._args_action = action
 
     def add_model(self, model: ModelCall, now: float) -> list[Finding]:
         self.last_activity = now
