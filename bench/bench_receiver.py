@@ -255,7 +255,7 @@ class _Sink(trace_service_pb2_grpc.TraceServiceServicer):
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     self.spans += 1
-                    if span.name == "loopguard.finding" and span.trace_id not in self.finding_times:
+                    if span.name.startswith("loopguard.finding ") and span.trace_id not in self.finding_times:
                         self.finding_times[span.trace_id] = now
         return trace_service_pb2.ExportTraceServiceResponse()
 

@@ -50,8 +50,9 @@ class Backend(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
     def named(self, name: str) -> list[Any]:
+        """Spans named `name`, bare or followed by detail (`loopguard.finding repeat/stop lookup_order`)."""
         with self._lock:
-            return [s for s in self.spans if s.name == name]
+            return [s for s in self.spans if s.name.split(" ", 1)[0] == name]
 
 
 def _agents() -> dict[str, list[Step]]:
@@ -159,8 +160,9 @@ def _report(backend: Backend, traces: dict[str, str], out: TextIO) -> None:
           "there; docs/deployment.md shows how they look in Phoenix, Jaeger and Tempo.", file=out)
     if _phoenix_installed():
         print("\nPhoenix is installed: `phoenix serve` (UI on http://localhost:6006, OTLP/gRPC on :4317), then\n"
-              "`otel-loopguard serve --listen 127.0.0.1:4327 --forward 127.0.0.1:4317` and point your app's\n"
-              "OTLP exporter at :4327 to browse the findings there.", file=out)
+              "`otel-loopguard serve --listen 127.0.0.1:4327 --forward 127.0.0.1:4317`, and run your app with\n"
+              "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4327 to browse the findings there (README,\n"
+              "\"Use it in your app\").", file=out)
 
 
 def _phoenix_installed() -> bool:

@@ -1,13 +1,57 @@
 #!/usr/bin/env bash
-# Create a virtualenv (.venv, or $VENV) if missing and install otel-loopguard with the given extras.
+# Create a virtualenv (.venv, or $VENV) and install otel-loopguard with the given extras, saying
+# what it does. An existing virtualenv is reused when it was made from the same dependency list:
+# a hash of pyproject.toml, the extras and the Python version, stored in the virtualenv. The
+# package is installed editable, so changed sources never need a reinstall.
+#
+#   bash scripts/setup.sh [EXTRAS]      e.g. bash scripts/setup.sh test,phoenix
+#
+# Never silent for more than 10 s: pip's own lines go through, and a line says it is still
+# working when pip is quiet (a large download, building a wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${VENV:-.venv}"
 extras="${1:-}"
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-if [ -n "$extras" ]; then
-  "$venv/bin/python" -m pip install --quiet -e ".[$extras]"
-else
-  "$venv/bin/python" -m pip install --quiet -e .
+say() { printf '[setup %3ds] %s\n' "$SECONDS" "$*"; }
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || { say "python3 is $(python3 --version 2>&1); otel-loopguard needs Python 3.10 or later"; exit 2; }
+key=$( { cat pyproject.toml; echo "extras=$extras"; python3 --version; } | sha256sum | cut -c1-16)
+stamp="$venv/.otel-loopguard-setup"
+if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+  say "$venv is up to date (extras: ${extras:-none}; dependency key $key): reused"
+  exit 0
 fi
+
+# A command's lines pass through, indented; when it has said nothing for 8 s, a line says that
+# it is still working (scripts/talk.sh).
+talking() {
+  local what="$1"; shift
+  local status_file
+  status_file=$(mktemp)
+  ( "$@" 2>&1; echo $? > "$status_file" ) | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh setup "$what" "  "
+  local status
+  status=$(cat "$status_file")
+  rm -f "$status_file"
+  [ "$status" = 0 ] || { say "failed while $what (exit status $status)"; exit 2; }
+}
+run_pip() {
+  local what="$1"; shift
+  talking "$what" "$venv/bin/python" -m pip "$@" --progress-bar off
+}
+
+if [ -x "$venv/bin/python" ]; then
+  say "$venv exists but was made from another dependency list: updating it (extras: ${extras:-none})"
+else
+  say "creating the virtualenv $venv with $(python3 --version)"
+  talking "creating the virtualenv" python3 -m venv "$venv"
+fi
+rm -f "$stamp"  # set again only once everything below succeeded
+say "upgrading pip"
+run_pip "upgrading pip" install --upgrade pip
+target="."
+[ -n "$extras" ] && target=".[$extras]"
+say "installing otel-loopguard (editable) with extras: ${extras:-none}; a first install downloads them from PyPI"
+run_pip "installing" install -e "$target"
+echo "$key" > "$stamp"
+say "done: $venv ready"

@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Set up a fresh machine and run the whole test suite.
+# Set up a fresh machine (or reuse up-to-date virtualenvs) and run the whole test suite, saying
+# what it does at each step; extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+say() { printf '[test  %3ds] %s\n' "$SECONDS" "$*"; }
+say "step 1/4: the test virtualenv .venv (test, frameworks, Phoenix)"
 bash scripts/setup.sh test,frameworks,phoenix
 # A second virtualenv for the one instrumentation that cannot share the first (see pyproject).
+say "step 2/4: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
 VENV=.venv-genai bash scripts/setup.sh genai_contrib
 # The real OpenTelemetry Collector for tests/collector/ (built once per manifest, then reused).
+say "step 3/4: the OpenTelemetry Collector for tests/collector/"
 if command -v go >/dev/null 2>&1; then
-  bash scripts/otelcol.sh > /dev/null
+  say "Collector ready: $(bash scripts/otelcol.sh)"
 else
   echo "test.sh: 'go' not found: the Collector tests will skip (on CI they fail); apt-get install golang-go" >&2
 fi
-exec .venv/bin/python -m pytest "$@"
+# Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
+# up to a minute), a line every 8 s names it (scripts/talk.sh).
+say "step 4/4: the test suite (pytest -v)"
+set +e
+.venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
+status=${PIPESTATUS[0]}
+say "pytest exit status $status"
+exit "$status"

@@ -53,3 +53,26 @@ def test_the_default_table_covers_every_threshold() -> None:
 def test_contract_names_are_documented(name: str) -> None:
     docs = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
     assert name in docs
+
+
+def test_the_console_example_of_docs_processor_prints_the_tags_it_shows(tmp_path: Path) -> None:
+    """docs/processor.md, "A tool span made by hand": the example as written, run as a script."""
+    import os
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "processor.md").read_text(encoding="utf-8")
+    section = text.split("## A tool span made by hand", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = section.split("```\n", 2)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(code, encoding="utf-8")
+    env = {**os.environ, "OTEL_LOOPGUARD_KEY": "0123456789abcdef0123456789abcdef"}
+    out = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    fifth = [block for block in out.split("\n}\n") if '"loopguard.seq": 5,' in block]
+    assert len(fifth) == 1, out[-2000:]
+    for line in shown.splitlines():
+        key = line.split(":", 1)[0].strip()
+        if line.startswith('"loopguard.') and key not in ('"loopguard.run.id"',):  # the trace id differs per run
+            assert line in fifth[0], line
+    assert '"loopguard.decision": "would_block"' in fifth[0]

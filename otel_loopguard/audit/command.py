@@ -16,8 +16,8 @@ from ..errors import LoopguardError
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from ..score import RunReport, judge
-from .inputs import read_runs
-from .report import to_json, to_text
+from .inputs import read_inputs
+from .report import summary_text, to_json, to_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_UNSCORABLE = 0, 1, 2, 3
 
@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     try:
-        reports = audit(args.files, args.policy, args.key_file, getattr(args, "run_id_attribute", None),
-                        getattr(args, "dense_seq", False))
+        reports, empty = _audit(args.files, args.policy, args.key_file, getattr(args, "run_id_attribute", None),
+                                getattr(args, "dense_seq", False))
     except LoopguardError as exc:
         print(f"otel-loopguard audit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -51,8 +51,14 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
         print(f"otel-loopguard audit: internal error ({type(exc).__name__}), no verdict; run with "
               "-v for the traceback and please report it", file=sys.stderr)
         return EXIT_BAD_INPUT
-    out.write(to_json(reports) + "\n" if args.format == "json" else to_text(reports))
-    return exit_status(reports)
+    status = exit_status(reports)
+    if args.format == "json":  # the contract's document, unchanged; the empty files are said on stderr
+        for path in empty:
+            _log.warning("%s holds no tool calls: nothing in it to judge", path)
+        out.write(to_json(reports) + "\n")
+    else:
+        out.write(to_text(reports) + summary_text(reports, empty, status))
+    return status
 
 
 def audit(
@@ -62,12 +68,16 @@ def audit(
     run_id_attribute: Optional[str] = None,
     dense_seq: bool = False,
 ) -> list[RunReport]:
+    return _audit(files, policy_file, key_file, run_id_attribute, dense_seq)[0]
+
+
+def _audit(files: list[Path], policy_file: Optional[Path], key_file: Optional[Path], run_id_attribute: Optional[str],
+           dense_seq: bool) -> tuple[list[RunReport], list[Path]]:
+    """The reports, and the files that held no tool call."""
     policy = load_policy(policy_file)
     fp = Fingerprinter(load_key(key_file=key_file) if key_file else load_key(), policy)
-    runs = read_runs(files, run_id_attribute, dense_seq)
-    if not runs:
-        _log.warning("no tool calls found in %s", ", ".join(map(str, files)))
-    return [judge(r, fp) for r in runs]
+    runs, empty = read_inputs(files, run_id_attribute, dense_seq)
+    return [judge(r, fp) for r in runs], empty
 
 
 def exit_status(reports: list[RunReport]) -> int:

@@ -27,10 +27,20 @@ MAX_INPUT_BYTES = 512 * 1024 * 1024
 def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, dense_seq: bool = False) -> list[RunInput]:
     """`dense_seq`: every sequence is numbered 1..N, so a gap is a missing call (otherwise
     only sequences their source marks dense are: the processor's loopguard.seq)."""
+    return read_inputs(paths, run_id_attribute, dense_seq)[0]
+
+
+def read_inputs(paths: Iterable[Path], run_id_attribute: Optional[str] = None,
+                dense_seq: bool = False) -> tuple[list[RunInput], list[Path]]:
+    """The runs, and the files that held no tool call (valid, but nothing to judge in them)."""
     records = RunBuilder()
     spans = SpanCollector(run_id_attribute)
+    empty: list[Path] = []
     for path in paths:
+        before = records.tool_calls + spans.tool_calls
         _read_file(Path(path), records, spans)
+        if records.tool_calls + spans.tool_calls == before:
+            empty.append(Path(path))
     for run_id, calls, models, facts in spans.runs():
         for call in calls:
             records.add_call(run_id, call)
@@ -39,7 +49,7 @@ def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, den
         if facts is not None:  # only what spans recorded; NDJSON run records stay
             records.set_facts(run_id, facts)
         records.add_guards(run_id, spans.guard_events(run_id))
-    return records.runs(dense_seq)
+    return records.runs(dense_seq), empty
 
 
 def _read_file(path: Path, records: RunBuilder, spans: SpanCollector) -> None:

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from ..score import RunReport
+
+EXIT_MEANING = {
+    0: "every run passes the release rule",
+    1: "a run fails the release rule",
+    2: "bad input",
+    3: "nothing failed, but no run could be judged whole (unscorable, or no tool calls)",
+}
 
 
 def to_json(reports: list[RunReport]) -> str:
@@ -53,3 +62,28 @@ def _cut(text: Any, width: int) -> str:
 
 def _show(v: Any) -> str:
     return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def summary_text(reports: list[RunReport], empty: list[Path], status: int) -> str:
+    """The last lines a person reads: runs, findings by kind, the release rule, the exit status;
+    and, first, any file that held no tool call at all."""
+    lines = [""] if reports else []  # a blank line after the last run
+    lines += [f"NO TOOL CALLS in {path}: no NDJSON tool-call records and no tool spans (GenAI execute_tool, "
+             "OpenInference TOOL, Traceloop tool, or tagged by otel_loopguard) to judge" for path in empty]
+    verdicts = Counter(r.passed for r in reports)
+    lines.append(f"SUMMARY  runs: {len(reports)} ({verdicts[True]} pass, {verdicts[False]} fail, "
+                 f"{verdicts[None]} unscorable)")
+    kinds = Counter(f.kind for r in reports for f in r.findings)
+    stops = Counter(f.kind for r in reports for f in r.findings if f.severity == "stop")
+    shown = [f"{kind} {n}" + (f" ({stops[kind]} stop)" if stops[kind] else "") for kind, n in kinds.most_common()]
+    lines.append("  findings by kind: " + (", ".join(shown) if shown else "none"))
+    failing = [r.run_id for r in reports if r.passed is False]
+    if failing:
+        rule = "FAILS for " + ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
+    elif verdicts[True]:
+        rule = "holds for every scored run"
+    else:
+        rule = "not applied: no run could be scored"
+    lines.append(f"  release rule: {rule}")
+    lines.append(f"  exit status: {status} ({EXIT_MEANING.get(status, '?')})")
+    return "\n".join(lines) + "\n"

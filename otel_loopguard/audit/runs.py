@@ -20,12 +20,14 @@ class _Pending:
 class RunBuilder:
     def __init__(self) -> None:
         self._runs: dict[str, _Pending] = {}
+        self.tool_calls = 0  # calls added so far (the audit says which files held none)
 
     def _run(self, run_id: str) -> _Pending:
         return self._runs.setdefault(run_id, _Pending())
 
     def add_call(self, run_id: str, call: RawCall) -> None:
         self._run(run_id).calls.append(call)
+        self.tool_calls += 1
 
     def add_model(self, run_id: str, model: ModelCall) -> None:
         self._run(run_id).models.append(model)

@@ -40,6 +40,7 @@ class SpanCollector:
         self._models: dict[str, list[_Model]] = {}
         self._facts: dict[str, RunFacts] = {}
         self._guards: dict[str, list[GuardEvent]] = {}
+        self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
 
     def add(self, request: ExportTraceServiceRequest) -> None:
         for rs in request.resource_spans:
@@ -55,6 +56,7 @@ class SpanCollector:
         found = recognise(attrs, span.status.code == _ERROR)
         if isinstance(found, ToolSpan):
             self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
+            self.tool_calls += 1
         elif isinstance(found, ModelSpan):
             model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
             self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))

@@ -17,6 +17,7 @@ from typing import Any, Optional
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
+from .. import local_receivers
 from ..errors import LoopguardError
 from ..fingerprint import Fingerprinter, load_key
 from ..mode import note_installed
@@ -28,6 +29,7 @@ from .tagger import Tagger
 _log = logging.getLogger("otel_loopguard.processor")
 _lock = threading.Lock()
 _HANDLE_ATTR = "_otel_loopguard_handle"
+_warned: set[tuple[str, str]] = set()  # (exporter endpoint, receiver listen): each said once
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ def install(
         if not taken:  # processors added later are handed tagged spans too; until then none leave
             _log.warning("otel-loopguard: the tracer provider has no span processor yet, so no exporter is "
                          "configured: tagged spans go nowhere until one is added (docs/processor.md)")
+        _warn_if_around_a_receiver(taken)
         processor = LoopguardSpanProcessor(taken, tagger, config.queue_size)
         if mode is not None:  # guards without a mode of their own follow it (mode.py)
             processor.on_shutdown(note_installed(config.mode))
@@ -86,6 +89,35 @@ def install(
         setattr(provider, _HANDLE_ATTR, handle)
     _log.info("otel-loopguard installed: mode %s, key id %s", config.mode, tagger.key_id)
     return handle
+
+
+def _warn_if_around_a_receiver(processors: list[SpanProcessor]) -> None:
+    """Once per pair: an OTLP/gRPC exporter that sends to the very address a receiver on this
+    machine forwards to bypasses that receiver (the spans are never judged), with no error."""
+    endpoints = [e for e in map(_grpc_endpoint, processors) if e]
+    if not endpoints:
+        return
+    for note in local_receivers.running():
+        forward, listen = note.get("forward"), note.get("listen")
+        if not isinstance(forward, str) or not isinstance(listen, str):
+            continue
+        for endpoint in endpoints:
+            if local_receivers.same_local_address(endpoint, forward) and (endpoint, listen) not in _warned:
+                _warned.add((endpoint, listen))
+                _log.warning(
+                    "this app exports its spans to %s, where the otel-loopguard receiver listening on %s "
+                    "(pid %s) forwards: they go around the receiver and no run is judged. Send them "
+                    "through it: OTEL_EXPORTER_OTLP_ENDPOINT=http://%s", endpoint, listen, note.get("pid"), listen)
+
+
+def _grpc_endpoint(processor: SpanProcessor) -> Optional[str]:
+    """The address an SDK span processor's OTLP/gRPC exporter sends to (Batch or Simple)."""
+    inner = getattr(processor, "_batch_processor", None)
+    exporter = getattr(inner, "_exporter", None) or getattr(processor, "span_exporter", None)
+    if type(exporter).__module__ != "opentelemetry.exporter.otlp.proto.grpc.trace_exporter":
+        return None  # OTLP/HTTP goes to another port than a receiver's (gRPC) forward; others unknown
+    endpoint = getattr(exporter, "_endpoint", None)
+    return endpoint if isinstance(endpoint, str) else None
 
 
 def _global_provider() -> TracerProvider:

@@ -265,12 +265,15 @@ class RunAssembler:
         spans: list[Span] = []
         for f in found:
             calls = [c for c in (buffer.recent.get(s) for s in f.seqs) if c]
-            self._metrics.inc("findings_total", kind=f.kind, tool=self._tool_label(f.tool))
+            label = self._tool_label(f.tool)  # bounded: the metric's label and the span name's tool
+            self._metrics.inc("findings_total", kind=f.kind, tool=label)
             _log.warning(
                 "finding %s/%s tool=%s run=%s seq=%d-%d: %s",
                 f.kind, f.severity, f.tool or "-", f.run_id, f.first_seq, f.last_seq, f.reason,
             )
-            spans.append(finding_span(f, calls, where or place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)))
+            spans.append(finding_span(
+                f, calls, where or place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer),
+                tool_label=label or None, arguments=buffer.arguments.get(f.action) if f.action else None))
         return spans
 
     def _tool_label(self, tool: Optional[str]) -> str:

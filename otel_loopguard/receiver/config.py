@@ -59,6 +59,10 @@ class ReceiverConfig:
     auth_token_file: Optional[str] = None  # accepted bearer tokens, one a line
     auth_tokens: Optional[str] = field(default=None, repr=False)  # comma-separated; never on a command line
     reload_poll_seconds: float = 2.0  # look at the policy, certificate and token files this often (0: SIGHUP only)
+    # Opt-in: each stop finding also as a Phoenix trace annotation (receiver/phoenix.py), e.g.
+    # http://127.0.0.1:6006. Its API key, if Phoenix asks for one, by environment or file only.
+    annotate_phoenix_url: Optional[str] = None
+    phoenix_api_key: Optional[str] = field(default=None, repr=False)
 
     @property
     def tls(self) -> bool:
@@ -85,6 +89,8 @@ class ReceiverConfig:
         if self.tls_client_ca_file and not self.tls_cert_file:
             raise ConfigError("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS is TLS first)")
         parse_headers(self.headers)
+        if self.annotate_phoenix_url is not None:
+            _check_url(self.annotate_phoenix_url)
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not value >= 0:  # NaN too
@@ -100,6 +106,16 @@ class ReceiverConfig:
             raise ConfigError(f"max_receive_bytes: must be {MIN_RECEIVE_BYTES}-{MAX_RECEIVE_BYTES} "
                               f"(gRPC's limit is a 32-bit count), got {self.max_receive_bytes}")
         return self
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    try:
+        parts.port
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(f"annotate_phoenix_url: expected Phoenix's base URL such as http://127.0.0.1:6006, got {url!r}")
 
 
 _AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size", "forward_consumers")
@@ -192,7 +208,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {name} must be {_KINDS.get(kind, kind.__name__)}, got {got}") from None
 
 
-_SECRETS = frozenset({"headers", "auth_tokens"})
+_SECRETS = frozenset({"headers", "auth_tokens", "phoenix_api_key"})
 _KINDS = {int: "an integer", float: "a finite number", str: "text", bool: "true or false"}
 
 
@@ -211,6 +227,8 @@ def from_sources(
         if env.get(key):
             values[name] = _coerce(name, env[key], key)
     values.update({k: v for k, v in flags.items() if v is not None and k in names})
+    if values.get("phoenix_api_key") is None and env.get("PHOENIX_API_KEY"):
+        values["phoenix_api_key"] = env["PHOENIX_API_KEY"]  # the variable Phoenix's own clients read
     if flags.get("key_file") is None and (env.get(ENV_KEY) or env.get(ENV_KEY_FILE)):
         values.pop("key_file", None)  # the environment's key beats the config file's, as any setting
     if isinstance(values.get("compression"), str):

@@ -19,6 +19,7 @@ from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+from ..findings.otlp import is_own_span
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ..otlp.values import any_value, attributes
@@ -65,7 +66,12 @@ _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value",
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
 # a pipeline that routes them back through the receiver must not see loops made of findings.
-_OWN_SPANS = frozenset({"loopguard.finding", "loopguard.run"})
+# Known by name, bare or with detail (`loopguard.finding repeat/stop lookup_order`).
+_OWN_PREFIX = "loopguard."
+
+
+def _own(name: str) -> bool:
+    return name.startswith(_OWN_PREFIX) and is_own_span(name)
 _DECISION = DECISION_EVENT.encode()
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
@@ -222,19 +228,20 @@ def _content(values: dict[str, Any]) -> int:
 def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_attr: Optional[str],
                decisions: bool = True) -> None:
     name = span.name
-    own = name in _OWN_SPANS
     status = status_code(span)
     # Content id for dedupe: what a re-delivery repeats even through another encoder
     # (which may write empty fields or order them differently), so it is a duplicate,
     # while a different span under the same id is a conflict.
     d.content = hash((d.start, d.end, d.parent, name, status, len(attrs)))
-    if decisions and not own and span.events:
+    # Whether it is our own span is asked only of spans with events or a plan (a few in a
+    # request): the others, most spans, pay nothing for it.
+    if decisions and span.events and not _own(name):
         d.guards = _guard_events(span.events)
         if d.guards:
             # The same run as the audit puts them in: loopguard.run.id or the configured attribute.
             d.run_id = run_id_of(_values(attrs, (conv.RUN_ID, *((run_attr,) if run_attr else ()))), d.trace_id, run_attr)
-    plan = None if own else _plan_of(attrs)
-    if plan is None:
+    plan = _plan_of(attrs)
+    if plan is None or _own(name):
         return
     values = _values(attrs, plan + extra if extra else plan)
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match

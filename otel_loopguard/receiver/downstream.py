@@ -12,7 +12,7 @@ import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -170,6 +170,8 @@ class FindingQueue:
         self._batch = batch
         self._task: Optional[asyncio.Task[None]] = None
         self.delivered = asyncio.Event()
+        # Told of every batch the downstream took (the opt-in Phoenix annotations).
+        self.on_delivered: Optional[Callable[[Sequence[Span]], None]] = None
 
     @property
     def full(self) -> bool:
@@ -208,6 +210,8 @@ class FindingQueue:
             if result.status == SENT:
                 rejected = min(result.rejected_spans, len(batch))
                 self._metrics.inc("finding_spans_exported_total", len(batch) - rejected)
+                if self.on_delivered is not None:
+                    self.on_delivered(batch)
                 if rejected or result.detail:
                     # Partial success is final (OTLP: do not retry): say so rather than count it delivered.
                     self._metrics.inc("finding_spans_dropped_total", rejected)

@@ -34,6 +34,8 @@ HELP = {
     "internal_errors_total": "Spans or runs that could not be judged because of an internal error (logged).",
     "unauthenticated_total": "Requests refused for a missing or invalid bearer token (gRPC and /metrics).",
     "reload_failures_total": "Reloads (SIGHUP or a changed policy file) refused, by setting; the running one was kept.",
+    "phoenix_annotations_total": "Stop findings recorded as Phoenix trace annotations (annotate_phoenix_url).",
+    "phoenix_annotations_dropped_total": "Phoenix trace annotations not recorded (Phoenix refused or unreachable, or the queue was full).",
     "runs_open": "Runs currently open.",
     "buffered_calls": "Tool calls held waiting for order or completion.",
     "finding_queue": "Finding spans not yet delivered (waiting, or in the batch being sent).",

@@ -11,13 +11,15 @@ patterns of calls in a row starting afresh there.
 from __future__ import annotations
 
 import bisect
+import json
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Optional
 
 from ..bounded import BoundedMap
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
 from ..detect import Run
 from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
+from ..findings.otlp import MAX_INPUT_CHARS
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..otlp.order import order_calls
 from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
@@ -28,6 +30,7 @@ MAX_SKIPPED_RANGES = 1000
 MAX_GUARD_EVENTS = 100
 MAX_STARTS = 100_000
 RECENT_CALLS = 1024
+RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
 
@@ -58,6 +61,10 @@ class RunBuffer:
         self.untagged: list[tuple[ToolCall, _Held]] = []
         self.untagged_models: list[ModelCall] = []
         self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
+        # Only arguments that reached the receiver unredacted (so the backend holds them already),
+        # cut short: a finding shows what was repeated without copying a payload.
+        self.arguments: BoundedMap[str, str] = BoundedMap(RECENT_ARGUMENTS)
+        self._args_action = ""  # the action whose arguments were noted last
         self.findings: list[Finding] = []
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
@@ -94,6 +101,8 @@ class RunBuffer:
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
         call = fingerprint_call(raw, self._fp)
+        if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
+            self._note_arguments(call.action, raw.arguments)
         out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
         if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
@@ -125,6 +134,17 @@ class RunBuffer:
         out += self._drain()
         self.gap_since = (self.gap_since or now) if self.pending else None
         return out
+
+    def _note_arguments(self, action: str, arguments: Any) -> None:
+        if isinstance(arguments, str):
+            text = arguments[:MAX_INPUT_CHARS + 1]  # the same object when short: no copy
+        else:
+            try:
+                text = json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_INPUT_CHARS + 1]
+            except (TypeError, ValueError):
+                return
+        self.arguments.put(action, text)
+        self._args_action = action
 
     def add_model(self, model: ModelCall, now: float) -> list[Finding]:
         self.last_activity = now

@@ -11,11 +11,13 @@ import contextlib
 import logging
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
@@ -24,6 +26,7 @@ from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
 from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
+from .phoenix import PhoenixAnnotator
 from .reload import Reloader
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from .service import SERVICE, TraceReceiver
@@ -49,6 +52,8 @@ class Running:
     _health: health.aio.HealthServicer
     reloader: Optional[Reloader] = None
     forward_queue: Optional[ForwardQueue] = None  # inline mode, answering once queued
+    annotator: Optional[PhoenixAnnotator] = None
+    note: Optional[Path] = None  # where this receiver told local apps where it forwards
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -66,11 +71,15 @@ class Running:
         self.findings.put(self.assembler.flush())
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
+        if self.annotator is not None:
+            await self.annotator.drain(timeout=grace)
+            await self.annotator.stop()
         if self.forward_queue is not None:
             await self.forward_queue.stop()
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
+        local_receivers.withdraw(self.note)
         _log.info("otel-loopguard receiver stopped")
 
 
@@ -111,22 +120,25 @@ async def start(config: ReceiverConfig) -> Running:
     except OSError as exc:
         await downstream.close()
         raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
+    problem = _cannot_bind(config.listen)
     try:
-        port = (server.add_secure_port(config.listen, certificates.credentials()) if certificates is not None
-                else server.add_insecure_port(config.listen))
+        # Tried first by us: gRPC's C core logs its own "Failed to add port" line before ours.
+        port = 0 if problem else (server.add_secure_port(config.listen, certificates.credentials())
+                                  if certificates is not None else server.add_insecure_port(config.listen))
     except RuntimeError:  # grpcio raises this where older releases returned 0
         port = 0
     if port == 0:
         if metrics_server is not None:
             metrics_server.close()
         await downstream.close()
-        raise OSError(f"cannot listen on {config.listen} (in use, or not an address of this host)")
+        raise OSError(f"cannot listen on {config.listen} ({problem or 'in use, or not an address of this host'})")
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     findings.start()
     if forward_queue is not None:
         forward_queue.start()
+    annotator = _annotator(config, metrics, findings)
     ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
@@ -143,8 +155,48 @@ async def start(config: ReceiverConfig) -> Running:
               "key id %s, policy %s)", host, port, listen_side, mode, config.forward,
               "TLS" if config.tls else "plaintext", names, config.compression, key.key_id, policy.version)
     _warn_if_open(config, certificates, tokens)
+    # install() in an app on this machine reads it: an exporter aimed at `forward` bypasses us.
+    note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader, forward_queue)
+                   tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note)
+
+
+def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
+    """The opt-in Phoenix trace annotations, fed with the finding spans the downstream took."""
+    if not config.annotate_phoenix_url:
+        return None
+    annotator = PhoenixAnnotator(config.annotate_phoenix_url, config.phoenix_api_key, metrics,
+                                 timeout=config.forward_timeout_seconds)
+    findings.on_delivered = annotator.offer
+    annotator.start()
+    _log.info("stop findings also go to Phoenix at %s as trace annotations named %r%s", config.annotate_phoenix_url,
+              "loopguard", " (with an API key)" if config.phoenix_api_key else "")
+    return annotator
+
+
+def _cannot_bind(listen: str) -> Optional[str]:
+    """Why `listen` cannot be bound, tried as gRPC binds it (address reuse on, port sharing
+    off); None when it can be, or when only gRPC can tell (a name that does not resolve)."""
+    import errno
+    import socket
+
+    host, port = split_host_port(listen)
+    if port == 0:
+        return None
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return "the port is in use: another process listens there"
+                return f"not an address of this host: {exc.strerror}"
+    return None
 
 
 def _listen_side(config: ReceiverConfig, certificates: Optional[CertificateStore], tokens: Optional[Tokens]) -> str:

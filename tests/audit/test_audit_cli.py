@@ -189,6 +189,33 @@ def test_exit_3_when_no_tool_calls_were_found(audit, tmp_path: Path) -> None:
     assert "no tool calls" in proc.stderr
 
 
+def test_text_ends_with_a_summary_of_runs_findings_release_rule_and_exit_status(audit, tmp_path: Path) -> None:
+    proc = audit(looping(tmp_path, n=5), passing(tmp_path), policy=SEED_POLICY)
+    assert proc.returncode == 1, proc.stderr
+    tail = proc.stdout.splitlines()[-4:]
+    assert tail[0] == "SUMMARY  runs: 2 (1 pass, 1 fail, 0 unscorable)"
+    assert tail[1].startswith("  findings by kind: repeat ") and "stop)" in tail[1]
+    assert tail[2] == "  release rule: FAILS for order-A12"
+    assert tail[3] == "  exit status: 1 (a run fails the release rule)"
+    assert "NO TOOL CALLS" not in proc.stdout  # negative control: both files held calls
+
+
+def test_text_says_which_file_held_no_tool_calls(audit, tmp_path: Path) -> None:
+    empty = tmp_path / "spans-without-tools.json"
+    empty.write_text('{"resourceSpans": []}')
+    proc = audit(passing(tmp_path), empty, policy=SEED_POLICY)
+    assert proc.returncode == 0, proc.stderr
+    assert f"NO TOOL CALLS in {empty.name}" in proc.stdout or f"NO TOOL CALLS in {empty}" in proc.stdout
+    assert "ok.ndjson" not in "".join(line for line in proc.stdout.splitlines() if line.startswith("NO TOOL CALLS"))
+    assert proc.stdout.splitlines()[-2:] == ["  release rule: holds for every scored run",
+                                             "  exit status: 0 (every run passes the release rule)"]
+    alone = audit(empty)
+    assert alone.returncode == 3
+    assert alone.stdout.splitlines()[-2:] == [
+        "  release rule: not applied: no run could be scored",
+        "  exit status: 3 (nothing failed, but no run could be judged whole (unscorable, or no tool calls))"]
+
+
 # --- exit 2: bad input, named precisely -------------------------------------------------
 
 
@@ -426,6 +453,6 @@ def test_an_internal_error_is_exit_2_not_the_fail_status(audit_fast, tmp_path: P
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(command, "read_runs", broken)
+    monkeypatch.setattr(command, "read_inputs", broken)
     proc = audit_fast(passing(tmp_path))
     assert proc.returncode == 2 and "internal error (KeyError)" in proc.stderr

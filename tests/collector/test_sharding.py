@@ -189,7 +189,7 @@ def replicas() -> Iterator[Callable[..., Replica]]:
 
 def settle(sinks: Sequence[Sink], summaries: Sequence[int], timeout: float = 15.0) -> None:
     """Wait for every expected run summary, then until nothing more arrives for a moment."""
-    wait_for(lambda: all(len(s.named(RUN)) >= n for s, n in zip(sinks, summaries)), timeout, "run summaries")
+    wait_for(lambda: all(len(s.runs()) >= n for s, n in zip(sinks, summaries)), timeout, "run summaries")
     last, quiet_since = -1, time.monotonic()
     while time.monotonic() - quiet_since < 0.3:
         count = sum(len(s.spans()) for s in sinks)
@@ -214,12 +214,14 @@ def judged(sinks: Iterable[Sink]) -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {FINDING: [], RUN: []}
     for sink in sinks:
         for s in sink.spans():
-            assert s.name in out, f"findings-only replica forwarded an app span: {s.name}"
-            out[s.name].append((
+            kind = s.name.split(" ", 1)[0]  # loopguard.finding repeat/stop lookup_order
+            assert kind in out, f"findings-only replica forwarded an app span: {s.name}"
+            out[kind].append((
                 s.trace_id.hex(), s.parent_span_id.hex(), s.start_time_unix_nano, s.end_time_unix_nano,
                 _attrs(s.attributes),
                 tuple((link.trace_id.hex(), link.span_id.hex()) for link in s.links),
                 tuple((e.name, e.time_unix_nano, _attrs(e.attributes)) for e in s.events),
+                s.name, s.status.code, s.status.message,
             ))
     return {k: sorted(v) for k, v in out.items()}
 

@@ -18,7 +18,7 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from live import child_env, free_port, stop, tail
 
@@ -68,6 +68,32 @@ class Phoenix:
             raise
         assert body.get("next_cursor") is None, "more than one page of spans for one small trace"
         return list(body["data"])
+
+    def filtered(self, project: str, condition: Optional[str], trace_condition: Optional[str] = None) -> list[tuple[str, str]]:
+        """(trace id, span name) of the spans Phoenix's own filters select, as its UI asks for them
+        (GraphQL `spans(filterCondition, traceFilterCondition)`): what docs/deployment.md tells users to type."""
+        query = ("query($c: String, $t: String) { projects { edges { node { name spans(first: 1000, "
+                 "filterCondition: $c, traceFilterCondition: $t) { edges { node { name context { traceId } } } } } } } }")
+        body = json.dumps({"query": query, "variables": {"c": condition, "t": trace_condition}}).encode()
+        request = urllib.request.Request(f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"})
+        with _HTTP.open(request, timeout=10) as r:
+            reply = json.load(r)
+        assert "errors" not in reply, reply["errors"]
+        return [(e["node"]["context"]["traceId"], e["node"]["name"])
+                for p in reply["data"]["projects"]["edges"] if p["node"]["name"] == project
+                for e in p["node"]["spans"]["edges"]]
+
+    def trace_annotations(self, project: str, trace_ids: list[str]) -> list[dict[str, Any]]:
+        """GET /v1/projects/{project}/trace_annotations?trace_ids=...: the traces' annotations."""
+        query = urllib.parse.urlencode([("trace_ids", t) for t in trace_ids] + [("limit", 1000)])
+        url = f"{self.url}/v1/projects/{urllib.parse.quote(project)}/trace_annotations?{query}"
+        try:
+            with _HTTP.open(url, timeout=5) as r:
+                return list(json.load(r)["data"])
+        except urllib.error.HTTPError as e:
+            if e.code == 404:  # the project or the traces do not exist (yet)
+                return []
+            raise
 
 
 

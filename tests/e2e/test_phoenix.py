@@ -14,10 +14,20 @@ contract (CONTRACT.md section 2) as a user of that backend would see it:
   agent's root span, whose `loopguard.finding.span_ids` (and `loopguard.call` events) name
   the first five tool spans as Phoenix stores them. Phoenix keeps no span links, so this
   attribute is what makes the finding navigable there;
+- that it stands out there (CONTRACT v1.1): named `loopguard.finding repeat/stop lookup_order`,
+  status ERROR with the reason, kind GUARDRAIL with input and output values, and the GenAI
+  `gen_ai.evaluation.result` event; a warn finding of the same run stays UNSET (the negative
+  control), and the run summary `loopguard.run scored/fail` is an ERROR EVALUATOR;
 - the finding spans were filed into the app's Phoenix project (Phoenix files a span into the
   project of its trace once the trace exists, whatever the span's own resource says);
 - a `loopguard.run` summary span;
 - the receiver exits 0 on SIGTERM.
+
+A second test turns on the opt-in Phoenix trace annotations (`--annotate-phoenix-url`) and runs
+a looping and a healthy agent: the looping trace gets the `loopguard` annotation
+(`GET /v1/projects/{project}/trace_annotations`), the healthy one none, and the filters
+docs/deployment.md gives, run by Phoenix's own filter engine (GraphQL), list the looping trace
+and nothing of the healthy one.
 
 Everything listens on and talks to 127.0.0.1 only. Phoenix is started with telemetry and
 external resources disabled, and through `_phoenix_loopback.py`, which keeps its OTLP/gRPC
@@ -35,6 +45,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -71,20 +82,20 @@ def phoenix(tmp_path: Path) -> Iterator[Phoenix]:
         yield server
 
 
-@pytest.fixture
-def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
+@contextmanager
+def _serving(phoenix: Phoenix, tmp_path: Path, *extra: str) -> Iterator[Receiver]:
     """`otel-loopguard serve --forward <phoenix grpc>`, started while Phoenix is still booting."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     port = free_port()
-    env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")))
+    env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_", "PHOENIX_")))
     env["OTEL_LOOPGUARD_KEY"] = KEY
     stdout, stderr = tmp_path / "receiver.out", tmp_path / "receiver.err"
     with stdout.open("w") as out, stderr.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "otel_loopguard.cli", "serve", "--listen", f"127.0.0.1:{port}",
-             "--forward", f"127.0.0.1:{phoenix.grpc_port}", "--root-grace-seconds", "0.5"],
+             "--forward", f"127.0.0.1:{phoenix.grpc_port}", "--root-grace-seconds", "0.5", *extra],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 20
@@ -102,6 +113,19 @@ def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
         yield Receiver(proc, port, stdout, stderr)
     finally:
         stop(proc)
+
+
+@pytest.fixture
+def receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
+    with _serving(phoenix, tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def annotating_receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
+    """The same, with the opt-in Phoenix trace annotations on."""
+    with _serving(phoenix, tmp_path, "--annotate-phoenix-url", phoenix.url) as running:
+        yield running
 
 
 @dataclass
@@ -122,6 +146,11 @@ def hex16(span: Any) -> str:
 
 def _run_looping_agent(receiver_port: int) -> AgentRun:
     """Six identical lookup_order calls (GenAI execute_tool spans, chat spans between) under a root."""
+    return _run_agents(receiver_port, [{"order_id": "A12"}] * CALLS)[0]
+
+
+def _run_agents(receiver_port: int, *runs: list[dict[str, Any]]) -> list[AgentRun]:
+    """One trace per list of arguments: lookup_order called with each, in turn."""
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -136,24 +165,31 @@ def _run_looping_agent(receiver_port: int) -> AgentRun:
     handle = otel_loopguard.install(tracer_provider=provider, key=KEY)
     assert handle.mode == "observe"
     tracer = provider.get_tracer("loopguard-e2e")
+    out: list[AgentRun] = []
     try:
-        with tracer.start_as_current_span("invoke_agent support") as root:
-            run = AgentRun(format(root.get_span_context().trace_id, "032x"), hex16(root))
-            for turn in range(1, CALLS + 1):
-                with tracer.start_as_current_span("chat scripted-model") as chat:
-                    chat.set_attribute("gen_ai.operation.name", "chat")
-                    chat.set_attribute("gen_ai.usage.input_tokens", 900 + 150 * turn)
-                    chat.set_attribute("gen_ai.usage.output_tokens", 40)
-                    run.chat_ids.append(hex16(chat))
-                marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL}
-                with tracer.start_as_current_span(f"execute_tool {TOOL}", attributes=marked) as span:
-                    span.set_attribute("gen_ai.tool.call.id", f"call_{turn}")
-                    span.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order_id": "A12"}))
-                    span.set_attribute("gen_ai.tool.call.result", json.dumps({"status": "delivered", "version": 7}))
-                    run.tool_ids.append(hex16(span))
+        for calls in runs:
+            out.append(_agent(tracer, calls))
         assert provider.force_flush(15_000), "the SDK could not flush its spans to the receiver"
     finally:
         provider.shutdown()
+    return out
+
+
+def _agent(tracer: Any, calls: list[dict[str, Any]]) -> AgentRun:
+    with tracer.start_as_current_span("invoke_agent support") as root:
+        run = AgentRun(format(root.get_span_context().trace_id, "032x"), hex16(root))
+        for turn, arguments in enumerate(calls, start=1):
+            with tracer.start_as_current_span("chat scripted-model") as chat:
+                chat.set_attribute("gen_ai.operation.name", "chat")
+                chat.set_attribute("gen_ai.usage.input_tokens", 900 + 150 * turn)
+                chat.set_attribute("gen_ai.usage.output_tokens", 40)
+                run.chat_ids.append(hex16(chat))
+            marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL}
+            with tracer.start_as_current_span(f"execute_tool {TOOL}", attributes=marked) as span:
+                span.set_attribute("gen_ai.tool.call.id", f"call_{turn}")
+                span.set_attribute("gen_ai.tool.call.arguments", json.dumps(arguments))
+                span.set_attribute("gen_ai.tool.call.result", json.dumps({"status": "delivered", **arguments}))
+                run.tool_ids.append(hex16(span))
     return run
 
 
@@ -162,7 +198,13 @@ def _attrs(span: dict[str, Any]) -> dict[str, Any]:
 
 
 def _named(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [s for s in spans if s["name"] == name]
+    """Spans named `name`, or (for our own) named `name` followed by detail."""
+    return [s for s in spans if s["name"] == name or s["name"].split(" ", 1)[0] == name]
+
+
+def _findings(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """As the contract says consumers identify them: by loopguard.finding.kind."""
+    return [s for s in spans if "loopguard.finding.kind" in _attrs(s)]
 
 
 def _is_repeat_stop(span: dict[str, Any]) -> bool:
@@ -185,7 +227,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     while True:
         spans = phoenix.spans(PROJECT, run.trace_id)
         ids = {s["context"]["span_id"] for s in spans}
-        done = (set(run.app_ids) <= ids and any(_is_repeat_stop(s) for s in _named(spans, "loopguard.finding"))
+        done = (set(run.app_ids) <= ids and any(_is_repeat_stop(s) for s in _findings(spans))
                 and _named(spans, "loopguard.run"))
         if done:
             break
@@ -203,7 +245,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     app = [s for s in spans if s["context"]["span_id"] in set(run.app_ids)]
     assert sorted(s["context"]["span_id"] for s in app) == sorted(run.app_ids)
     others = [s["name"] for s in spans if s["context"]["span_id"] not in set(run.app_ids)]
-    assert set(others) <= {"loopguard.finding", "loopguard.run"}, others
+    assert {n.split(" ", 1)[0] for n in others} <= {"loopguard.finding", "loopguard.run"}, others
 
     # Tool spans carry the processor's tags, as Phoenix stores them.
     tools = sorted(_named(spans, f"execute_tool {TOOL}"), key=lambda s: _attrs(s)["loopguard.seq"])
@@ -218,7 +260,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     assert all(s["parent_id"] == run.root_id for s in tools)
 
     # The finding: repeat/stop over calls 1-5, a new span in the same trace, under the agent's root.
-    findings = _named(spans, "loopguard.finding")
+    findings = _findings(spans)
     stops = [s for s in findings if _is_repeat_stop(s)]
     assert len(stops) == 1, [_attrs(s) for s in findings]
     finding = stops[0]
@@ -241,8 +283,24 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     assert [e["attributes"]["span_id"] for e in calls] == first_five
     assert [e["attributes"]["loopguard.seq"] for e in calls] == [1, 2, 3, 4, 5]
     assert "links" not in finding
-    # No openinference.span.kind on findings: Phoenix shows them as UNKNOWN.
-    assert finding["span_kind"] == "UNKNOWN"
+
+    # What makes it stand out in Phoenix (CONTRACT v1.1): a descriptive name, status ERROR with
+    # the reason (Phoenix's error mark, banner and `status_code == 'ERROR'` filters), the
+    # GUARDRAIL kind with Input and Output panels, and the GenAI evaluation result event.
+    reason = a["loopguard.finding.reason"]
+    assert finding["name"] == f"loopguard.finding repeat/stop {TOOL}"
+    assert (finding["status_code"], finding["status_message"]) == ("ERROR", reason)
+    assert finding["span_kind"] == "GUARDRAIL"
+    assert json.loads(a["input.value"]) == {"tool": TOOL, "calls": "1-5", "arguments": json.dumps({"order_id": "A12"})}
+    assert a["output.value"] == reason
+    (evaluation,) = [e for e in finding["events"] if e["name"] == "gen_ai.evaluation.result"]
+    assert evaluation["attributes"] == {"gen_ai.evaluation.name": "loopguard.repeat",
+                                        "gen_ai.evaluation.score.label": "stop",
+                                        "gen_ai.evaluation.explanation": reason}
+    # Negative control: a warn finding is a guardrail too, but not an error.
+    warns = [s for s in findings if _attrs(s)["loopguard.finding.severity"] == "warn"]
+    assert warns and all(w["status_code"] == "UNSET" and w["span_kind"] == "GUARDRAIL" for w in warns)
+    assert f"loopguard.finding repeat/warn {TOOL}" in {w["name"] for w in warns}
 
     # The run summary.
     (summary,) = _named(spans, "loopguard.run")
@@ -251,6 +309,9 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     assert s["loopguard.run.outcome"] == "scored"
     assert "loopguard.score.termination_reason" in s
     assert any(k.startswith("loopguard.score.") and k != "loopguard.score.termination_reason" for k in s)
+    assert summary["name"] == "loopguard.run scored/fail" and summary["span_kind"] == "EVALUATOR"
+    assert summary["status_code"] == "ERROR"
+    assert summary["status_message"].startswith("the run fails the release rule: uncontained_loop")
 
     # Phoenix filed the finding and run spans into the app's project (their trace's project), not
     # into the default project their own resource (service.name=otel-loopguard) would pick.
@@ -263,3 +324,58 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     assert f"finding repeat/stop tool={TOOL} run={run.trace_id} seq=1-5" in err, err
     assert KEY not in err and KEY not in receiver.stdout.read_text()
     assert time.monotonic() - t0 < 90
+
+
+def test_opt_in_annotation_marks_the_looping_trace_in_phoenix_and_not_the_healthy_one(
+    phoenix: Phoenix, annotating_receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --annotate-phoenix-url`: each stop is also a trace annotation (POST
+    /v1/trace_annotations), which Phoenix's traces list shows; a healthy trace gets none."""
+    for var in ("no_proxy", "NO_PROXY"):
+        monkeypatch.setenv(var, "127.0.0.1,localhost")
+    phoenix.wait_healthy(60)
+    looping, healthy = _run_agents(annotating_receiver.port, [{"order_id": "A12"}] * CALLS,
+                                   [{"order_id": f"A{i}"} for i in range(1, CALLS + 1)])
+
+    deadline = time.monotonic() + 45
+    while True:
+        notes = phoenix.trace_annotations(PROJECT, [looping.trace_id])
+        summaries = [_named(phoenix.spans(PROJECT, r.trace_id), "loopguard.run") for r in (looping, healthy)]
+        if notes and all(summaries):
+            break
+        assert time.monotonic() < deadline, (
+            f"no annotation on the looping trace after 45 s (summaries: {summaries})\n"
+            f"receiver stderr:\n{tail(annotating_receiver.stderr)}\nphoenix log:\n{tail(phoenix.log)}")
+        time.sleep(0.5)
+
+    (note,) = [n for n in notes if n["name"] == "loopguard"]
+    stop_finding = next(s for s in _findings(phoenix.spans(PROJECT, looping.trace_id)) if _is_repeat_stop(s))
+    assert note["trace_id"] == looping.trace_id
+    assert note["annotator_kind"] == "CODE"
+    assert note["result"]["label"] == "stop"
+    assert note["result"]["explanation"] == _attrs(stop_finding)["loopguard.finding.reason"]
+    assert note["identifier"] == "repeat/1-5"
+    assert note["metadata"]["finding.kind"] == "repeat" and note["metadata"]["tool.name"] == TOOL
+    assert note["metadata"]["finding.span_id"] == stop_finding["context"]["span_id"]
+    # The healthy trace: judged (its summary is there, passing), and no annotation at all.
+    (healthy_summary,) = summaries[1]
+    assert healthy_summary["name"] == "loopguard.run scored/pass" and healthy_summary["status_code"] == "UNSET"
+    time.sleep(1.0)  # an annotation sent with the summary's batch would have landed by now
+    assert phoenix.trace_annotations(PROJECT, [healthy.trace_id]) == []
+
+    # The filters docs/deployment.md gives, typed into Phoenix's own filter language: each lists
+    # the looping trace (its root span) or its stop finding, and nothing of the healthy trace.
+    roots = "parent_id is None"
+    for condition, trace_condition, expected in [
+        (roots, "any(span.span_kind == 'GUARDRAIL' and span.status_code == 'ERROR' for span in spans)", "invoke_agent support"),
+        (roots, "trace_annotations['loopguard'].label == 'stop'", "invoke_agent support"),
+        ("span_kind == 'GUARDRAIL' and status_code == 'ERROR'", None, f"loopguard.finding repeat/stop {TOOL}"),
+        ("attributes['loopguard']['finding']['kind'] == 'repeat' and status_code == 'ERROR'", None,
+         f"loopguard.finding repeat/stop {TOOL}"),
+    ]:
+        assert phoenix.filtered(PROJECT, condition, trace_condition) == [(looping.trace_id, expected)], condition
+
+    annotating_receiver.proc.send_signal(signal.SIGTERM)
+    assert annotating_receiver.proc.wait(20) == 0, tail(annotating_receiver.stderr)
+    err = annotating_receiver.stderr.read_text()
+    assert "trace annotations named 'loopguard'" in err and "refused" not in err, err

@@ -48,7 +48,7 @@ def _provider(port: int, *, batch: bool) -> tuple[TracerProvider, InMemorySpanEx
 
 
 def _stop_repeat(sink: Sink) -> list[Any]:
-    return [f for f in sink.named(FINDING)
+    return [f for f in sink.findings()
             if attr(f, "loopguard.finding.kind") == "repeat" and attr(f, "loopguard.finding.severity") == "stop"]
 
 
@@ -76,7 +76,7 @@ def test_the_receiver_streams_the_stop_finding_from_the_processor_tags(
 
         stop = wait_for(lambda: _stop_repeat(sink), timeout=10, what="stop finding while the root is open")[0]
         assert root.is_recording(), "the root span has not ended"
-        assert sink.named("invoke_agent support") == [] and sink.named(RUN) == []
+        assert sink.named("invoke_agent support") == [] and sink.runs() == []
 
         tools = sorted((s for s in local.get_finished_spans() if s.name == tool["name"]), key=lambda s: tags(s)["loopguard.seq"])
         first_five = [span_hex(s) for s in tools[:5]]
@@ -99,6 +99,6 @@ def test_the_receiver_streams_the_stop_finding_from_the_processor_tags(
     finally:
         root.end()
         tp.shutdown()
-    summary = wait_for(lambda: sink.named(RUN), timeout=10, what="run summary after the root ended")[0]
+    summary = wait_for(lambda: sink.runs(), timeout=10, what="run summary after the root ended")[0]
     assert attr(summary, "loopguard.run.outcome") == "scored"
     assert len(_stop_repeat(sink)) == 1, "the streamed finding is not repeated at completion"

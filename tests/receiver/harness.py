@@ -44,6 +44,14 @@ class Sink(trace_service_pb2_grpc.TraceServiceServicer):
     def named(self, name: str) -> list[Any]:
         return [s for s in self.spans() if s.name == name]
 
+    def findings(self) -> list[Any]:
+        """Finding spans, identified as the contract says: by `loopguard.finding.kind`."""
+        return [s for s in self.spans() if attr(s, "loopguard.finding.kind") is not None]
+
+    def runs(self) -> list[Any]:
+        """Run summaries: `loopguard.run <outcome>[/pass|/fail]`."""
+        return [s for s in self.spans() if s.name.split(" ", 1)[0] == RUN]
+
     def stop(self) -> None:
         self.server.stop(0)
 
@@ -143,7 +151,7 @@ def finding_key(span: Any) -> tuple[Any, ...]:
 
 
 def findings_of(sink: Sink, *, kind: Optional[str] = None, exclude: tuple[str, ...] = ()) -> list[Any]:
-    spans = sink.named(FINDING)
+    spans = sink.findings()
     return [
         s for s in spans
         if (kind is None or attr(s, "loopguard.finding.kind") == kind)

@@ -37,7 +37,7 @@ def test_buffered_untagged_calls_at_the_bound_refuse_the_next_request_until_the_
         assert metrics.get("duplicates_total") == 0
 
         # the first run completes (idle timeout), its calls are released...
-        summary = wait_for(lambda: sink.named(RUN), what="first run summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="first run summary")[0]
         assert attr(summary, "loopguard.run.id") == first_trace
         assert receiver.sync(lambda: receiver.running.assembler.buffered_calls) == 0
         # ... and the sender's retry is accepted, as new spans (not duplicates)

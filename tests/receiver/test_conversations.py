@@ -28,7 +28,7 @@ def _send(receiver: ReceiverThread, spans: list[Any]) -> None:
 
 
 def _summaries(sink: Sink, n: int) -> list[Any]:
-    return wait_for(lambda: len(sink.named(RUN)) >= n and sink.named(RUN), what=f"{n} run summaries")
+    return wait_for(lambda: len(sink.runs()) >= n and sink.runs(), what=f"{n} run summaries")
 
 
 def test_a_turn_after_the_run_went_idle_is_judged_and_goes_on_with_the_sequence(sink: Sink,
@@ -58,7 +58,7 @@ def test_late_spans_of_a_covered_trace_stay_late_while_and_after_the_conversatio
     _send(receiver, [first.call(3, args="3" * 32, span_id=b"\x33" * 8)])  # after both completed: late still
     assert receiver.running.metrics.get("late_spans_total") == 2
     time.sleep(IDLE * 3)
-    assert len(sink.named(RUN)) == 2  # no third run opened by the straggler
+    assert len(sink.runs()) == 2  # no third run opened by the straggler
 
 
 def test_a_conversation_whose_numbering_started_again_is_judged_from_one(sink: Sink, receiver: ReceiverThread) -> None:

@@ -362,3 +362,24 @@ def test_the_dense_mark_and_the_exact_result_digest_are_read_as_the_full_parse_r
     assert (d.call.seq, d.call.seq_dense, d.call.result_digest, d.call.result_exact_digest) == (3, True, "m" * 32, "e" * 32)
     bare = _one({"loopguard.tool.name": "t", "loopguard.seq": 3})
     assert bare.call is not None and bare.call.seq_dense is False  # a number alone promises no 1..N
+
+
+@pytest.mark.parametrize("name, own", [
+    ("loopguard.finding repeat/stop lookup_order", True),  # v1.1: with detail
+    ("loopguard.finding", True),  # v1: bare, as older receivers named them
+    ("loopguard.run scored/fail", True),
+    ("loopguard.findings lookup_order", False),  # only the contract's names, not a prefix of them
+    ("lookup_order", False),
+])
+def test_our_own_finding_spans_are_never_judged_again_whatever_their_detail(name: str, own: bool) -> None:
+    """A pipeline that routes findings back through the receiver must not see loops made of
+    findings; the negative controls are the same span under other names, read as a tagged call."""
+    from otel_loopguard.findings import finding as make_finding
+    from otel_loopguard.findings.otlp import finding_span, place_at
+
+    f = make_finding("repeat", "stop", [], "lookup_order was called 5 times", tool="lookup_order", action="a" * 32)
+    span = finding_span(f, [], place_at(b"\x01" * 16, b"\x02" * 8, 1, 2))
+    span.name = name
+    span.attributes.extend(to_key_values({"loopguard.seq": 1, "loopguard.key.id": "kid"}))
+    d = decode(_request([span])).spans[0]
+    assert (d.call is None) is own

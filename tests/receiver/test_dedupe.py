@@ -50,9 +50,9 @@ def _deliver(spans_per_request: list[list[Any]]) -> tuple[Sink, dict[str, Any]]:
             assert not response.HasField("partial_success")
         # the run completes 0.5 s after its root arrived; then its findings and summary follow
         assembler = receiver.running.assembler
-        wait_for(lambda: sink.named(RUN) or not receiver.sync(lambda: bool(assembler.runs)), what="run completion")
+        wait_for(lambda: sink.runs() or not receiver.sync(lambda: bool(assembler.runs)), what="run completion")
         try:
-            wait_for(lambda: sink.named(RUN), timeout=1.0, what="run summary")
+            wait_for(lambda: sink.runs(), timeout=1.0, what="run summary")
         except AssertionError:
             pass  # the tests below say what is missing
         metrics = {name: receiver.running.metrics.get(name) for name in ("duplicates_total", "conflicts_total", "late_spans_total")}
@@ -71,7 +71,7 @@ def _loop_findings(sink: Sink) -> list[tuple[Any, ...]]:
 def baseline(recorded: tuple[str, list[Any]]) -> dict[str, Any]:
     _, spans = recorded
     sink, metrics = _deliver([spans])
-    summary = sink.named(RUN)[0]
+    summary = sink.runs()[0]
     return {
         "findings": _loop_findings(sink),
         "tool_calls": attr(summary, "loopguard.score.tool_calls"),
@@ -136,7 +136,7 @@ def test_every_app_span_reaches_the_sink_exactly_once(delivered: Any, baseline: 
 def test_findings_equal_the_baseline(delivered: Any, baseline: dict[str, Any]) -> None:
     _, sink, metrics, _ = delivered
     assert _loop_findings(sink) == baseline["findings"]
-    summary = sink.named(RUN)[0]
+    summary = sink.runs()[0]
     assert attr(summary, "loopguard.score.tool_calls") == baseline["tool_calls"]  # a re-delivery is not a call
     assert attr(summary, "loopguard.score.release.passed") == baseline["passed"]
     assert attr(summary, "loopguard.run.outcome") == "scored"

@@ -55,6 +55,10 @@ class RecordingSink(trace_service_pb2_grpc.TraceServiceServicer):
             self.spans += [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
         return trace_service_pb2.ExportTraceServiceResponse()
 
+    def runs(self) -> list[Any]:
+        with self._lock:
+            return [s for s in self.spans if s.name.split(" ", 1)[0] == "loopguard.run"]
+
     def named(self, name: str) -> list[Any]:
         with self._lock:
             return [s for s in self.spans if s.name == name]
@@ -97,7 +101,7 @@ def test_headers_go_with_forwarded_spans_and_findings_and_are_never_logged(
     receiver = ReceiverThread(config)
     try:
         _send_loop(receiver.port)
-        wait_for(lambda: sink.named(RUN), what="run summary")
+        wait_for(lambda: sink.runs(), what="run summary")
         assert sink.metadata and all(m.get("authorization") == f"Bearer {SECRET}" for m in sink.metadata)
         assert all(m.get("x-team") == "agents" for m in sink.metadata)
         assert len(sink.metadata) >= (2 if not findings_only else 1)  # forwarded spans, then findings
@@ -116,7 +120,7 @@ def test_tls_with_a_private_ca_delivers(pki: dict[str, Path]) -> None:
     receiver = ReceiverThread(_config(sink.port, host="localhost", certificate_file=str(pki["ca"])))
     try:
         _send_loop(receiver.port)
-        wait_for(lambda: sink.named(RUN), what="run summary over TLS")
+        wait_for(lambda: sink.runs(), what="run summary over TLS")
         assert len([s for s in sink.spans if not s.name.startswith("loopguard.")]) == 13  # every app span, once
     finally:
         receiver.stop()
@@ -155,7 +159,7 @@ def test_mutual_tls_needs_the_client_certificate(pki: dict[str, Path]) -> None:
                                        client_key_file=str(pki["client_key"])))
     try:
         _send_loop(with_cert.port)
-        wait_for(lambda: sink.named(RUN), what="run summary over mTLS")
+        wait_for(lambda: sink.runs(), what="run summary over mTLS")
     finally:
         with_cert.stop()
     without = ReceiverThread(_config(sink.port, host="localhost", certificate_file=str(pki["ca"])))
@@ -171,7 +175,7 @@ def test_gzip_compression_delivers() -> None:
     receiver = ReceiverThread(_config(sink.port, compression="gzip"))
     try:
         _send_loop(receiver.port)
-        wait_for(lambda: sink.named(RUN), what="run summary")
+        wait_for(lambda: sink.runs(), what="run summary")
         assert len([s for s in sink.spans if not s.name.startswith("loopguard.")]) == 13
     finally:
         receiver.stop()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from .agent import LOOP, provider, run_agent
+from .agent import HEALTHY, LOOP, provider, run_agent
+import json
+
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
 from .harness import ReceiverThread, Sink, attr, make_config, wait_for
 
 
@@ -19,7 +23,7 @@ def test_looping_agent_spans_arrive_once_then_findings_name_the_offending_spans(
     tp = provider(receiver.port)
     trace_id = run_agent(tp, LOOP)
     tp.shutdown()
-    findings = wait_for(lambda: [s for s in sink.named("loopguard.finding") if attr(s, "loopguard.finding.severity") == "stop"], what="stop finding")
+    findings = wait_for(lambda: [s for s in sink.findings() if attr(s, "loopguard.finding.severity") == "stop"], what="stop finding")
     app_spans = [s for s in sink.spans() if not s.name.startswith("loopguard.")]
     assert len(app_spans) == 1 + 6 + 6  # root, chats, tools: each exactly once
     assert len({s.span_id for s in app_spans}) == len(app_spans)
@@ -28,9 +32,79 @@ def test_looping_agent_spans_arrive_once_then_findings_name_the_offending_spans(
     assert stop.trace_id.hex() == trace_id
     assert attr(stop, "loopguard.finding.span_ids") == tool_ids[:5]
     assert [link.span_id.hex() for link in stop.links] == tool_ids[:5]
-    assert [e.name for e in stop.events] == ["loopguard.call"] * 5
+    assert [e.name for e in stop.events] == ["loopguard.call"] * 5 + ["gen_ai.evaluation.result"]
     assert (attr(stop, "loopguard.finding.first_seq"), attr(stop, "loopguard.finding.last_seq")) == (1, 5)
     assert attr(stop, "loopguard.tool.name") == "lookup_order"
-    summary = wait_for(lambda: sink.named("loopguard.run"), what="run summary")[0]
+    summary = wait_for(lambda: sink.runs(), what="run summary")[0]
     assert attr(summary, "loopguard.score.repeat_threshold_crossed") is True
     assert attr(summary, "loopguard.run.outcome") == "scored"
+
+
+def _event_attrs(span: Span, name: str) -> dict[str, object]:
+    (event,) = [e for e in span.events if e.name == name]
+    return {kv.key: kv.value.string_value for kv in event.attributes}
+
+
+def test_a_stop_stands_out_a_warn_does_not(sink: Sink, receiver: ReceiverThread) -> None:
+    """What backends render (CONTRACT v1.1): name with detail, status ERROR for a stop only,
+    OpenInference GUARDRAIL with input/output, the GenAI evaluation event; the run summary
+    says in its status that the release rule fails."""
+    tp = provider(receiver.port)
+    run_agent(tp, LOOP)
+    tp.shutdown()
+    summary = wait_for(lambda: sink.runs(), what="run summary")[0]
+    repeat = {attr(f, "loopguard.finding.severity"): f for f in sink.findings() if attr(f, "loopguard.finding.kind") == "repeat"}
+    stop, warn = repeat["stop"], repeat["warn"]
+
+    assert stop.name == "loopguard.finding repeat/stop lookup_order"
+    assert stop.kind == Span.SPAN_KIND_INTERNAL
+    assert stop.status.code == Status.STATUS_CODE_ERROR
+    assert stop.status.message == attr(stop, "loopguard.finding.reason") and "5 times" in stop.status.message
+    assert attr(stop, "openinference.span.kind") == "GUARDRAIL"
+    judged = json.loads(attr(stop, "input.value"))
+    # The receiver saw the arguments unredacted (the backend holds them on the tool spans already).
+    assert judged == {"tool": "lookup_order", "calls": "1-5", "arguments": json.dumps({"order_id": "A12"})}
+    assert attr(stop, "output.value") == attr(stop, "loopguard.finding.reason")
+    assert _event_attrs(stop, "gen_ai.evaluation.result") == {
+        "gen_ai.evaluation.name": "loopguard.repeat",
+        "gen_ai.evaluation.score.label": "stop",
+        "gen_ai.evaluation.explanation": attr(stop, "loopguard.finding.reason"),
+    }
+    assert stop.events[-1].time_unix_nano == stop.end_time_unix_nano
+
+    # Negative control: the warn before it is the same kind of span, but not an error.
+    assert warn.name == "loopguard.finding repeat/warn lookup_order"
+    assert warn.status.code == Status.STATUS_CODE_UNSET and warn.status.message == ""
+    assert _event_attrs(warn, "gen_ai.evaluation.result")["gen_ai.evaluation.score.label"] == "warn"
+
+    assert summary.name == "loopguard.run scored/fail"
+    assert attr(summary, "loopguard.score.release.passed") is False
+    assert summary.status.code == Status.STATUS_CODE_ERROR
+    assert summary.status.message.startswith("the run fails the release rule: uncontained_loop")
+    assert attr(summary, "openinference.span.kind") == "EVALUATOR"
+    assert attr(summary, "output.value") == summary.status.message
+
+
+def test_a_healthy_run_summary_passes_with_status_unset(sink: Sink, receiver: ReceiverThread) -> None:
+    tp = provider(receiver.port)
+    run_agent(tp, HEALTHY)
+    tp.shutdown()
+    summary = wait_for(lambda: sink.runs(), what="run summary")[0]
+    assert sink.findings() == []
+    assert summary.name == "loopguard.run scored/pass"
+    assert summary.status.code == Status.STATUS_CODE_UNSET
+    assert attr(summary, "output.value") == "the run passes the release rule"
+
+
+def test_arguments_the_receiver_never_saw_are_not_in_the_finding(sink: Sink, receiver: ReceiverThread) -> None:
+    """Spans tagged and redacted by the processor carry digests only: the finding's input says
+    which tool and calls, and holds no arguments (nothing to leak, nothing invented)."""
+    from .harness import TaggedRun, export_stub, request_of
+
+    run = TaggedRun(seed=7)
+    channel, stub = export_stub(receiver.port)
+    stub.Export(request_of([run.call(s) for s in range(1, 6)] + [run.root()]), timeout=10)
+    channel.close()
+    stop = wait_for(lambda: [f for f in sink.findings() if attr(f, "loopguard.finding.severity") == "stop"], what="stop")[0]
+    assert stop.status.code == Status.STATUS_CODE_ERROR
+    assert json.loads(attr(stop, "input.value")) == {"tool": "lookup_order", "calls": "1-5"}

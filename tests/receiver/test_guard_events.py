@@ -42,7 +42,7 @@ def test_the_receiver_scores_the_guard_from_the_denial_event(sink: Sink, monkeyp
                 lookup_order("A12")
             otel_loopguard.record_termination("loop_guard")
         provider.shutdown()
-        summary = wait_for(lambda: sink.named("loopguard.run"), what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
         assert len(invoked) == 4
         assert attr(summary, "loopguard.score.guard_fired") is True
         assert attr(summary, "loopguard.score.guard_before_dispatch") is True

@@ -43,7 +43,7 @@ def test_decode_runs_off_the_event_loop_only_for_large_requests(
         stub.Export(request, timeout=10)
         stub.Export(request, timeout=10)  # a re-delivery: dropped whole, nothing forwarded again
         channel.close()
-        wait_for(lambda: sink.named(RUN), what="run summary")
+        wait_for(lambda: sink.runs(), what="run summary")
         assert len(decode_threads) == 2
         assert all((t != loop_thread) == large for t in decode_threads)
         # Same outcome either way: every span once, the loop found.

@@ -97,7 +97,7 @@ def test_mutual_tls_refuses_a_client_without_a_certificate_or_with_a_stranger_s(
         assert err is not None and err.code() == grpc.StatusCode.UNAVAILABLE
         assert sink.spans() == []
         assert _export(_channel(receiver.port, pki["ca"], pki)) is None
-        wait_for(lambda: sink.named(RUN) or findings_of(sink), what="spans of the certified client")
+        wait_for(lambda: sink.runs() or findings_of(sink), what="spans of the certified client")
     finally:
         receiver.stop()
 
@@ -238,7 +238,7 @@ def test_wrong_or_missing_token_is_unauthenticated_and_nothing_is_judged_or_forw
         # Both tokens of a rotation are accepted.
         assert _export(_channel(receiver.port), OLD_TOKEN) is None
         assert _export(_channel(receiver.port), TOKEN) is None
-        wait_for(lambda: len(sink.named(RUN)) == 2, what="both runs judged")
+        wait_for(lambda: len(sink.runs()) == 2, what="both runs judged")
         assert len(app_spans(sink)) == 2 * len(record_spans(LOOP)[1])
     finally:
         receiver.stop()
@@ -299,7 +299,7 @@ def test_the_real_otlp_exporter_over_tls_with_a_token_end_to_end(sink: Sink, pki
                                     headers={"authorization": f"Bearer {TOKEN}"}, timeout=5)
         assert exporter.export(spans) == SpanExportResult.SUCCESS
         exporter.shutdown()
-        wait_for(lambda: sink.named(RUN), what="the run summary")
+        wait_for(lambda: sink.runs(), what="the run summary")
         assert findings_of(sink, kind="repeat") and len(app_spans(sink)) == len(spans)
     finally:
         receiver.stop()

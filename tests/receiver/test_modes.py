@@ -30,11 +30,12 @@ def test_findings_only_mode_sends_findings_and_summary_but_no_app_spans(sink: Si
         tp = provider(receiver.port)
         trace_id = run_agent(tp, LOOP)
         tp.shutdown()
-        summary = wait_for(lambda: sink.named(RUN), what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
         assert app_spans(sink) == []
-        assert {s.name for s in sink.spans()} == {FINDING, RUN}
+        assert {s.name.split(" ", 1)[0] for s in sink.spans()} == {FINDING, RUN}
         stop = [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"]
         assert len(stop) == 1 and stop[0].trace_id.hex() == trace_id
+        assert stop[0].name == "loopguard.finding repeat/stop lookup_order"
         assert attr(summary, "loopguard.run.outcome") == "scored"
         assert receiver.running.metrics.get("spans_forwarded_total") == 0
         assert receiver.running.metrics.get("spans_received_total") == 13
@@ -50,7 +51,7 @@ def test_findings_only_mode_still_dedupes(sink: Sink) -> None:
         stub.Export(encode(spans), timeout=10)
         stub.Export(encode(spans), timeout=10)
         channel.close()
-        summary = wait_for(lambda: sink.named(RUN), what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
         assert attr(summary, "loopguard.score.tool_calls") == 6
         assert receiver.running.metrics.get("duplicates_total") == 13
         assert app_spans(sink) == []
@@ -64,8 +65,8 @@ def test_a_healthy_agent_gets_no_loop_findings_and_passes(sink: Sink) -> None:
         tp = provider(receiver.port)
         run_agent(tp, HEALTHY)
         tp.shutdown()
-        summary = wait_for(lambda: sink.named(RUN), what="run summary")[0]
-        assert [attr(f, "loopguard.finding.kind") for f in sink.named(FINDING)] == []
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
+        assert [attr(f, "loopguard.finding.kind") for f in sink.findings()] == []
         assert attr(summary, "loopguard.run.outcome") == "scored"
         assert attr(summary, "loopguard.score.release.passed") is True
         assert attr(summary, "loopguard.score.repeat_threshold_crossed") is False
@@ -95,7 +96,7 @@ def test_graceful_shutdown_judges_open_runs_and_delivers_their_findings(sink: Si
         assert receiver.sync(lambda: run_id in receiver.running.assembler.runs)
         receiver.stop()
         stopped = True
-        summaries = sink.named(RUN)
+        summaries = sink.runs()
         assert len(summaries) == 1
         assert attr(summaries[0], "loopguard.run.id") == run_id
         assert attr(summaries[0], "loopguard.run.outcome") == "scored"

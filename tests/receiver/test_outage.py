@@ -69,8 +69,8 @@ def test_outage_then_recovery_every_span_once_then_findings(sink: Sink) -> None:
         app.join(30)
         assert not app.is_alive(), "the app's exporter never got its spans accepted"
         tp.shutdown()
-        summary = wait_for(lambda: sink.named(RUN), what="run summary")[0]
-        stop = [f for f in sink.named(FINDING) if attr(f, "loopguard.finding.severity") == "stop"]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
+        stop = [f for f in sink.findings() if attr(f, "loopguard.finding.severity") == "stop"]
         assert [attr(f, "loopguard.finding.kind") for f in stop] == ["repeat"]
         assert attr(summary, "loopguard.score.tool_calls") == 6
 
@@ -93,7 +93,7 @@ def test_outage_then_recovery_every_span_once_then_findings(sink: Sink) -> None:
 
 
 def findings_named_no_duplicate(sink: Sink) -> bool:
-    return not [f for f in sink.named(FINDING) if attr(f, "loopguard.finding.kind") == "telemetry_duplicate"]
+    return not [f for f in sink.findings() if attr(f, "loopguard.finding.kind") == "telemetry_duplicate"]
 
 
 def test_findings_wait_for_the_downstream_and_are_delivered_once_it_is_back(sink: Sink) -> None:
@@ -104,10 +104,10 @@ def test_findings_wait_for_the_downstream_and_are_delivered_once_it_is_back(sink
         tp.shutdown()  # all app spans accepted and forwarded
         sink.down = True  # ... then the downstream goes away before the run is judged
         wait_for(lambda: receiver.running.metrics.get("export_failures_total") >= 1, what="a failed finding export")
-        assert sink.named(FINDING) == []
+        assert sink.findings() == []
         sink.down = False
-        wait_for(lambda: sink.named(RUN), what="run summary after recovery")
-        assert [f for f in sink.named(FINDING) if attr(f, "loopguard.finding.severity") == "stop"]
+        wait_for(lambda: sink.runs(), what="run summary after recovery")
+        assert [f for f in sink.findings() if attr(f, "loopguard.finding.severity") == "stop"]
     finally:
         sink.down = False
         receiver.stop()

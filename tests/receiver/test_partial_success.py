@@ -44,7 +44,7 @@ def test_the_downstreams_partial_success_is_passed_back_with_ours(caplog: pytest
         assert metrics.get("spans_rejected_downstream_total") == 2
         assert metrics.get("spans_forwarded_total") == 13 - 2
         caplog.set_level(logging.WARNING, logger="otel_loopguard.receiver")
-        wait_for(lambda: sink.named(RUN), what="run summary")
+        wait_for(lambda: sink.runs(), what="run summary")
         wait_for(lambda: metrics.get("finding_spans_dropped_total") >= 2, what="findings' partial success counted")
     finally:
         receiver.stop()

@@ -28,7 +28,7 @@ def _deliver(receiver: ReceiverThread, *requests: list[Any]) -> None:
 
 
 def _summary(sink: Sink) -> Any:
-    return wait_for(lambda: sink.named(RUN), what="run summary")[0]
+    return wait_for(lambda: sink.runs(), what="run summary")[0]
 
 
 def _nested(run: TaggedRun, offset_ns: int, seq: int = 1) -> tuple[Any, Any, Any]:

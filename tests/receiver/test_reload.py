@@ -29,7 +29,7 @@ def _send(port: int, spans: list[Any]) -> None:
 def _stops(sink: Sink, run: TaggedRun) -> list[tuple[Any, ...]]:
     """(policy version, count) of each stop finding of the run."""
     return [(attr(s, "loopguard.policy.version"), attr(s, "loopguard.finding.count"))
-            for s in sink.named(FINDING)
+            for s in sink.findings()
             if attr(s, "loopguard.run.id") == run.run_id and attr(s, "loopguard.finding.severity") == "stop"]
 
 

@@ -19,13 +19,13 @@ def test_a_sequence_number_far_ahead_is_bad_data_not_a_gap_to_materialise(sink: 
         run = TaggedRun(seed=61)
         channel, stub = export_stub(receiver.port)
         stub.Export(request_of([run.call(1), run.call(10**9)]), timeout=10)
-        conflict = wait_for(lambda: [f for f in sink.named("loopguard.finding")
+        conflict = wait_for(lambda: [f for f in sink.findings()
                                      if attr(f, "loopguard.finding.kind") == "integrity_conflict"], what="conflict")
         assert "far beyond" in attr(conflict[0], "loopguard.finding.reason")
         # The receiver keeps serving and completing runs.
         other = TaggedRun(seed=62)
         stub.Export(request_of([other.call(1), other.root()]), timeout=10)
-        wait_for(lambda: [s for s in sink.named("loopguard.run") if attr(s, "loopguard.run.id") == other.run_id], what="summary")
+        wait_for(lambda: [s for s in sink.runs() if attr(s, "loopguard.run.id") == other.run_id], what="summary")
         channel.close()
     finally:
         receiver.stop()
@@ -89,12 +89,12 @@ def test_a_completed_run_id_opens_a_new_run_after_the_late_cache_expires(sink: S
         first = TaggedRun(run_id="conversation-9", seed=81)
         channel, stub = export_stub(receiver.port)
         stub.Export(request_of([first.call(1)]), timeout=10)
-        wait_for(lambda: sink.named("loopguard.run"), what="first summary")
+        wait_for(lambda: sink.runs(), what="first summary")
         time.sleep(0.7)  # past late_cache_seconds
         later = TaggedRun(run_id="conversation-9", seed=82)
         stub.Export(request_of([later.call(1)]), timeout=10)
         channel.close()
-        wait_for(lambda: len(sink.named("loopguard.run")) == 2, what="a second run for the same id")
+        wait_for(lambda: len(sink.runs()) == 2, what="a second run for the same id")
         assert receiver.running.metrics.get("late_spans_total") == 0
     finally:
         receiver.stop()
@@ -136,13 +136,13 @@ def test_finding_spans_routed_back_are_forwarded_but_never_judged(sink: Sink) ->
         run = TaggedRun(seed=91)
         channel, stub = export_stub(receiver.port)
         stub.Export(request_of([run.call(s) for s in range(1, 6)] + [run.root()]), timeout=10)
-        findings = wait_for(lambda: [f for f in sink.named("loopguard.finding")
+        findings = wait_for(lambda: [f for f in sink.findings()
                                      if attr(f, "loopguard.finding.severity") == "stop"], what="stop finding")
-        before = len(sink.named("loopguard.finding"))
+        before = len(sink.findings())
         stub.Export(request_of(findings), timeout=10)  # a pipeline loop sends them back
         channel.close()
         time.sleep(1.0)
-        assert len(sink.named("loopguard.finding")) == before + len(findings)  # forwarded once, nothing new
-        assert [s for s in sink.named("loopguard.run") if attr(s, "loopguard.run.id") != run.run_id] == []
+        assert len(sink.findings()) == before + len(findings)  # forwarded once, nothing new
+        assert [s for s in sink.runs() if attr(s, "loopguard.run.id") != run.run_id] == []
     finally:
         receiver.stop()

@@ -48,7 +48,7 @@ def test_parallel_tool_calls_finishing_out_of_order_are_judged(sink: Sink) -> No
                 b.end()  # the later-started call finishes first: exported first
                 a.end()
         tp.shutdown()
-        summary = wait_for(lambda: sink.named(RUN), timeout=2.0, what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), timeout=2.0, what="run summary")[0]
         assert attr(summary, "loopguard.score.tool_calls") == 6
         assert attr(summary, "loopguard.run.outcome") == "scored"
     finally:
@@ -64,7 +64,7 @@ def test_a_run_mixing_tagged_and_untagged_tool_spans_still_completes(sink: Sink)
         remote = _untagged_call(run, b"\x44" * 8, 5)
         stub.Export(request_of([remote, run.root()]), timeout=10)
         channel.close()
-        summary = wait_for(lambda: sink.named(RUN), timeout=2.0, what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), timeout=2.0, what="run summary")[0]
         assert attr(summary, "loopguard.run.id") == run.run_id
         assert attr(summary, "loopguard.run.outcome") == "integrity_error"
     finally:
@@ -85,7 +85,7 @@ def test_shutdown_delivers_every_open_run_including_a_mixed_one(sink: Sink) -> N
         receiver.stop()
     except Exception as exc:  # noqa: BLE001 - the assertion below reports it
         error = exc
-    summaries = sorted(attr(s, "loopguard.run.id") for s in sink.named(RUN))
+    summaries = sorted(attr(s, "loopguard.run.id") for s in sink.runs())
     assert error is None, f"stop raised {error!r}"
     assert summaries == ["healthy-open-run", "mixed-open-run"]
 
@@ -96,13 +96,13 @@ def test_a_call_arriving_after_its_gap_expired_is_not_an_integrity_conflict(sink
         run = TaggedRun(seed=43)
         channel, stub = export_stub(receiver.port)
         stub.Export(request_of([run.call(s) for s in (1, 2, 4, 5, 6)]), timeout=10)
-        wait_for(lambda: [f for f in sink.named("loopguard.finding")
+        wait_for(lambda: [f for f in sink.findings()
                           if attr(f, "loopguard.finding.kind") == "incomplete_trace"], what="incomplete_trace")
         stub.Export(request_of([run.call(3)]), timeout=10)  # the straggler: the only span ever claiming seq 3
         stub.Export(request_of([run.root()]), timeout=10)
         channel.close()
-        summary = wait_for(lambda: sink.named(RUN), what="run summary")[0]
-        kinds = [attr(f, "loopguard.finding.kind") for f in sink.named("loopguard.finding")]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
+        kinds = [attr(f, "loopguard.finding.kind") for f in sink.findings()]
         assert "integrity_conflict" not in kinds
         assert attr(summary, "loopguard.run.outcome") == "incomplete_trace"
     finally:
@@ -119,7 +119,7 @@ def test_a_run_spanning_two_traces_is_judged_as_one_run(sink: Sink) -> None:
         time.sleep(0.8)  # the user takes a moment to answer
         stub.Export(request_of([second.call(s) for s in (4, 5, 6)] + [second.root()]), timeout=10)
         channel.close()
-        stop = wait_for(lambda: [f for f in sink.named("loopguard.finding")
+        stop = wait_for(lambda: [f for f in sink.findings()
                                  if attr(f, "loopguard.finding.severity") == "stop"], timeout=3.0, what="stop finding")
         assert attr(stop[0], "loopguard.finding.kind") == "repeat"
         assert receiver.running.metrics.get("late_spans_total") == 0

@@ -113,7 +113,8 @@ def test_a_second_receiver_on_a_port_in_use_exits_2_instead_of_sharing_it(sink: 
         proc = _serve("--listen", f"127.0.0.1:{first.port}", "--forward", f"127.0.0.1:{sink.port}")
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 2, err
-        assert f"cannot listen on 127.0.0.1:{first.port}" in err and "Traceback" not in err
+        assert f"cannot listen on 127.0.0.1:{first.port} (the port is in use" in err and "Traceback" not in err
+        assert "Failed to add port" not in err, err  # gRPC's C-core line before ours: gone
     finally:
         first.stop()
 
@@ -183,3 +184,18 @@ def test_a_traceback_never_reaches_the_operator_for_bad_flags() -> None:
 
 def test_the_defaults_are_valid() -> None:
     assert ReceiverConfig(forward="127.0.0.1:4317").validate()
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:6006", "ftp://phoenix:6006", "http://", "http://h:6006/?x=1", "http://h:99999"])
+def test_a_phoenix_url_that_is_no_base_url_is_refused_naming_the_setting(url: str) -> None:
+    with pytest.raises(ConfigError, match="annotate_phoenix_url"):
+        from_sources({**FORWARD, "annotate_phoenix_url": url}, env={})
+
+
+def test_the_phoenix_api_key_comes_from_phoenixs_own_variable_and_is_never_shown() -> None:
+    secret = "px-" + "k" * 40
+    config = from_sources({**FORWARD, "annotate_phoenix_url": "http://127.0.0.1:6006"}, env={"PHOENIX_API_KEY": secret})
+    assert config.phoenix_api_key == secret and secret not in repr(config)
+    ours = from_sources(FORWARD, env={"PHOENIX_API_KEY": "theirs-" + secret, "OTEL_LOOPGUARD_PHOENIX_API_KEY": secret})
+    assert ours.phoenix_api_key == secret  # our own variable wins
+    assert from_sources(FORWARD, env={}).annotate_phoenix_url is None  # off by default

@@ -40,7 +40,7 @@ def test_prometheus_metrics_count_spans_findings_and_duplicates(sink: Sink) -> N
         stub.Export(encode(spans), timeout=10)
         stub.Export(encode(spans[:3]), timeout=10)  # a partial re-delivery
         channel.close()
-        wait_for(lambda: sink.named(RUN), what="run summary")
+        wait_for(lambda: sink.runs(), what="run summary")
 
         status, content_type, text = _get(port, "/metrics")
         assert status == 200
