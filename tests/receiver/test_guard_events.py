@@ -96,7 +96,7 @@ def test_the_receiver_counts_only_the_capped_tool_after_a_cap_denial(
                 traced("lookup_order", "A4")
             otel_loopguard.record_termination("final_answer")
         provider.shutdown()
-        summary = wait_for(lambda: sink.named("loopguard.run"), what="run summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="run summary")[0]
         assert isinstance(denied, str) and denied.startswith("Not executed: loop guard")
         assert attr(summary, "loopguard.score.guard_fired") is True
         assert attr(summary, "loopguard.score.executed_after_guard") is capped_again
