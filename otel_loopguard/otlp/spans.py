@@ -18,6 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
+from ..conventions.handoffs import resolve_targets
 from .order import order_calls
 from .values import attributes
 
@@ -52,7 +53,7 @@ class SpanCollector:
         run_id = run_id_of(attrs, span.trace_id, self._run_attr)
         self._note_facts(run_id, attrs)
         self._note_guards(run_id, span)
-        found = recognise(attrs, span.status.code == _ERROR)
+        found = recognise(attrs, span.status.code == _ERROR, span.name)
         if isinstance(found, ToolSpan):
             self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
         elif isinstance(found, ModelSpan):
@@ -89,7 +90,7 @@ class SpanCollector:
         for run_id in dict.fromkeys([*self._tools, *self._models, *self._guards]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
-            calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])
+            calls = resolve_targets(order_calls(self._tools.get(run_id, []), [m.end_ns for m in models]))
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
 

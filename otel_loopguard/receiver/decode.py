@@ -18,7 +18,7 @@ from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
-from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+from ..conventions.spec import MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ..otlp.values import any_value, attributes
@@ -26,7 +26,7 @@ from ..otlp.values import any_value, attributes
 
 _log = logging.getLogger("otel_loopguard.receiver")
 _RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
-_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS)))
+_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED_HANDOFFS, *MODEL_CONVENTIONS)))
 # What recognise() and raw_call() read, per convention: no other attribute is decoded, so a
 # span's cost does not grow with its attribute count (LLM spans carry hundreds). Every plan
 # holds all markers and the tagged-tool name, so recognise() makes the same choice on the
@@ -44,21 +44,27 @@ _FACTS_PLAN = _RUN_KEYS
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
 _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
+_HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
     """marker key -> {marker value -> (rank, plan)}. The rank is recognise()'s precedence:
-    tool conventions in order, then a tagged tool, then model conventions in order."""
+    tool conventions in order, then handoffs with a marker of their own, then a tagged tool,
+    then model conventions in order. (An OpenInference handoff is a TOOL span: its tool plan
+    reads input.value and output.value, the agents.)"""
     out: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
     for rank, c in enumerate(TOOL_CONVENTIONS):
         out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, (rank, _TOOL_PLANS[c.name])))
-    for rank, m in enumerate(MODEL_CONVENTIONS, start=len(TOOL_CONVENTIONS) + 1):
+    for rank, h in enumerate(MARKED_HANDOFFS, start=len(TOOL_CONVENTIONS)):
+        out.setdefault(h.marker, {}).update(dict.fromkeys(h.marker_values, (rank, _HANDOFF_PLANS[h.name])))
+    for rank, m in enumerate(MODEL_CONVENTIONS, start=_TAGGED_RANK + 1):
         out.setdefault(m.marker, {}).update(dict.fromkeys(m.marker_values, (rank, _MODEL_PLANS[m.name])))
     return tuple(out.items())
 
 
+_TAGGED_RANK = len(TOOL_CONVENTIONS) + len(MARKED_HANDOFFS)
 _MARKERS = _marker_plans()
-_TAGGED_RANK = len(TOOL_CONVENTIONS)
+_HANDOFF_NAME = OPENINFERENCE_HANDOFF.span_name_prefix
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
 _ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
@@ -238,7 +244,8 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
         return
     values = _values(attrs, plan + extra if extra else plan)
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
-    found = recognise(values, status == _ERROR)
+    # Only an OpenInference handoff is told by its name (conventions/spec.py).
+    found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return
     d.run_id = run_id_of(values, d.trace_id, run_attr)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import replace
-from typing import Optional
+from typing import Optional, Union
 
 from ..bounded import BoundedMap
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ..conventions.handoffs import resolve_targets, unresolved
 from ..detect import Run
 from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -55,7 +56,8 @@ class RunBuffer:
         self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
         self._resumed = first_seq > 1
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
-        self.untagged: list[tuple[ToolCall, _Held]] = []
+        # RawCall: a handoff held until its target is known (add_call)
+        self.untagged: list[tuple[Union[ToolCall, RawCall], _Held]] = []
         self.untagged_models: list[ModelCall] = []
         self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
         self.findings: list[Finding] = []
@@ -93,9 +95,14 @@ class RunBuffer:
         self.last_activity = now
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
-        call = fingerprint_call(raw, self._fp)
         out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+        if raw.seq < 1 and unresolved(raw):
+            # A handoff whose target is the agent that acts next: fingerprinted once the
+            # run is ordered and the target known (conventions/handoffs.py).
+            self.untagged.append((raw, held))
+            return out
+        call = fingerprint_call(raw, self._fp)
         if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
             # Payloads are not kept: only the ToolCall and its guard facts. A number not
             # promised dense orders the call but cannot tell a gap from a skip: held too.
@@ -217,7 +224,8 @@ class RunBuffer:
             twice = min(s for s in numbered if numbered.count(s) > 1)
             self.untagged = []
             return [self._conflict(RawCall(twice, ""))]
-        calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        ordered = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in resolve_targets(ordered)]
         if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
             self._sparse_seqs = [c.seq for c in calls]
         self.untagged = []

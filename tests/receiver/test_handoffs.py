@@ -1,0 +1,146 @@
+"""Handoffs between agents are actions (issue 20), on real captures.
+
+research/conventions/captures/handoffs holds the OpenAI Agents SDK handing a run back and
+forth under three instrumentations (OpenInference, OpenLLMetry, the GenAI contrib one), and
+two negative controls: a single handoff, and a supervisor routing to several agents. The
+ping-pong must stop by the 6th handoff with a finding naming both agents, through the
+receiver and the audit; the controls must raise nothing at warn or above.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from otel_loopguard.conventions import ToolSpan, recognise
+from otel_loopguard.otlp.spans import span_call
+from otel_loopguard.otlp.values import attributes
+from otel_loopguard.receiver.decode import decode
+
+from .harness import RUN, ReceiverThread, Sink, attr, export_stub, findings_of, make_config, request_of, wait_for
+from .test_decode import _request, _span
+
+HANDOFFS = Path(__file__).resolve().parents[2] / "research" / "conventions" / "captures" / "handoffs"
+COMBOS = ("oa_openinference", "oa_traceloop", "oa_otel_genai")
+KEY = "receiver-test-key-0123456789"
+PAIR = ("handoff(TriageAgent -> BillingAgent)", "handoff(BillingAgent -> TriageAgent)")
+
+
+def _spans(name: str, drop: int | None = None) -> list[Span]:
+    """The capture's spans; `drop`: leave out that handoff (0-based, in start order)."""
+    rows = json.loads((HANDOFFS / f"{name}.json").read_text())["spans"]
+    handoffs = [r for r in rows if _is_handoff(r)]
+    gone = handoffs[drop]["span_id"] if drop is not None else None
+    return [_span(r) for r in rows if r["span_id"] != gone]
+
+
+def _is_handoff(row: dict[str, Any]) -> bool:
+    found = recognise(row["attributes"], False, row["name"])
+    return isinstance(found, ToolSpan) and found.tool.startswith("handoff(")
+
+
+def _audit(tmp_path: Path, spans: list[Span]) -> dict[str, Any]:
+    path = tmp_path / "spans.pb"
+    path.write_bytes(_request(spans))
+    env = {"OTEL_LOOPGUARD_KEY": KEY, "PATH": ""}
+    done = subprocess.run([sys.executable, "-m", "otel_loopguard.cli", "audit", str(path), "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode in (0, 1), done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert len(runs) == 1
+    return runs[0]
+
+
+def _loud(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [f for f in findings if f["severity"] in ("warn", "stop")]
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_every_convention_names_both_agents_of_each_handoff(combo: str) -> None:
+    spans = _spans(f"{combo}__handoff_pingpong")
+    attrs = [(attributes(s.attributes), s) for s in spans]
+    tools = [recognise(a, False, s.name) for a, s in attrs]
+    handoffs = [t.tool for t in tools if isinstance(t, ToolSpan)]
+    assert len(handoffs) == 8
+    if combo == "oa_traceloop":  # the target is taken from the agent that acts next (audit, receiver)
+        assert set(handoffs) == {"handoff(TriageAgent -> ?)", "handoff(BillingAgent -> ?)"}
+    else:
+        assert handoffs == list(PAIR) * 4
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in HANDOFFS.glob("*.json")))
+def test_the_receivers_reduced_decode_reads_handoffs_as_the_full_parse_does(name: str) -> None:
+    spans = _spans(name)
+    decoded = decode(_request(spans)).spans
+    calls = 0
+    for span, d in zip(spans, decoded):
+        attrs = attributes(span.attributes)
+        found = recognise(attrs, span.status.code == Status.STATUS_CODE_ERROR, span.name)
+        full = span_call(span, attrs, found) if isinstance(found, ToolSpan) else None
+        assert d.call == full, span.name
+        calls += full is not None
+    assert calls  # every capture has a handoff
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_the_audit_stops_a_handoff_ping_pong_by_the_sixth_handoff_naming_both_agents(combo: str,
+                                                                                      tmp_path: Path) -> None:
+    run = _audit(tmp_path, _spans(f"{combo}__handoff_pingpong"))
+    stops = [f for f in run["findings"] if f["severity"] == "stop"]
+    assert stops and min(f["last_seq"] for f in stops) <= 6
+    cycle = next(f for f in stops if f["kind"] == "cycle")
+    assert cycle["last_seq"] == 6
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+@pytest.mark.parametrize("scenario", ("single", "supervisor"))
+def test_a_single_handoff_and_a_supervisor_routing_raise_nothing(combo: str, scenario: str, tmp_path: Path) -> None:
+    run = _audit(tmp_path, _spans(f"{combo}__handoff_{scenario}"))
+    assert run["outcome"] == "scored"
+    assert run["score"]["tool_calls"] == (1 if scenario == "single" else 5)  # the handoffs were seen
+    assert _loud(run["findings"]) == []
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_mutation_without_the_third_handoff_nothing_stops_by_the_sixth(combo: str, tmp_path: Path) -> None:
+    """The stop comes from the handoffs themselves: one handoff fewer breaks the pattern, and no
+    stop falls within the first six handoffs any more."""
+    run = _audit(tmp_path, _spans(f"{combo}__handoff_pingpong", drop=2))
+    assert run["score"]["tool_calls"] == 7
+    assert not [f for f in run["findings"] if f["severity"] == "stop" and f["last_seq"] <= 6]
+
+
+@pytest.fixture
+def receiver(sink: Sink) -> Iterator[ReceiverThread]:
+    r = ReceiverThread(make_config(sink.port, idle_timeout_seconds=0.3, gap_wait_seconds=30.0))
+    yield r
+    r.stop()
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_the_receiver_finds_the_ping_pong_and_names_both_agents(combo: str, sink: Sink,
+                                                                 receiver: ReceiverThread) -> None:
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(_spans(f"{combo}__handoff_pingpong")), timeout=10)
+    wait_for(lambda: sink.named(RUN), what="the run summary")
+    stops = [f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop"]
+    assert stops and attr(stops[0], "loopguard.finding.last_seq") == 6
+    reason = attr(stops[0], "loopguard.finding.reason")
+    assert all(p in reason for p in PAIR) and "unknown" not in reason and "?" not in reason
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_the_receiver_is_quiet_on_a_supervisor_routing(combo: str, sink: Sink, receiver: ReceiverThread) -> None:
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(_spans(f"{combo}__handoff_supervisor")), timeout=10)
+    wait_for(lambda: sink.named(RUN), what="the run summary")
+    loud = [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
+    assert loud == []
