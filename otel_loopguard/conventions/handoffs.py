@@ -33,11 +33,15 @@ def is_handoff(tool: str) -> bool:
     return tool.startswith(PREFIX)
 
 
+def target_unknown(found: Any) -> bool:
+    """A recognised handoff (ToolSpan or RawCall) whose span does not name its target."""
+    args = found.arguments
+    return found.tool.startswith(PREFIX) and isinstance(args, dict) and args.get(TO) is None
+
+
 def unresolved(call: RawCall) -> bool:
     """A handoff whose target is still to be taken from the agent that follows."""
-    args = call.arguments
-    return (call.tool.startswith(PREFIX) and isinstance(args, dict) and args.get(TO) is None
-            and call.args_digest is None)
+    return call.args_digest is None and target_unknown(call)
 
 
 def resolve_targets(calls: list[Any]) -> list[Any]:

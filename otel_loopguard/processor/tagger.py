@@ -26,6 +26,7 @@ from ..bounded import BoundedMap
 from ..calls import ModelCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
+from ..conventions.handoffs import target_unknown
 from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
@@ -147,11 +148,16 @@ class Tagger:
             attrs = dict(span._attributes._dict)  # type: ignore[union-attr]  # noqa: SLF001
         except AttributeError:
             attrs = dict(attribute_dict(span))
-        found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
+        found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
+        if target_unknown(found):
+            # A handoff whose target is the agent that acts next (OpenLLMetry): its span has
+            # ended before that agent starts, so it is left to the receiver and the audit,
+            # which order the run first (conventions/handoffs.py).
+            return span
         ctx = span.context
         trace_hex = format(ctx.trace_id, "032x")
         run_id = self._run_id(span, attrs, trace_hex)

@@ -201,6 +201,10 @@ class RunBuffer:
         out: list[Finding] = []
         while self.pending:
             out += self.expire_gap(float("inf"), 0.0)
+        if self._tagged:
+            # The processor leaves a handoff whose target it cannot know untagged: it has no
+            # place in the run's numbering, and the processor's own calls are judged without it.
+            self.untagged = [(c, h) for c, h in self.untagged if not isinstance(c, RawCall)]
         if self.untagged and self._tagged:
             out.append(self._mixed())
         elif self.untagged:
