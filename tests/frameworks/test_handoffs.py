@@ -76,3 +76,66 @@ def test_openllmetry_handoffs_are_left_untagged_and_uncounted(stacks: Callable[.
     assert len(handoffs) == 8
     assert not [s for s in handoffs if "loopguard.seq" in (s.attributes or {})]
     assert not _tagged(stack)
+
+
+def _delegate(times: int) -> None:
+    """An orchestrator calls a sub-agent (`as_tool`) with the same input `times` times; the
+    sub-agent looks the invoice up once per call and answers."""
+    from agents import function_tool
+
+    @function_tool
+    def lookup_invoice(invoice_id: str) -> str:
+        """Look an invoice up."""
+        return f"invoice {invoice_id}: paid"
+
+    one = [[("billing_expert", {"input": "why is invoice 7 wrong?"})], [("lookup_invoice", {"invoice_id": "7"})],
+           "invoice 7 is paid"]
+    model = ScriptedModel(one * times + ["done"])
+    billing = Agent(name="BillingAgent", instructions="Bill.", model=model, tools=[lookup_invoice])
+    orchestrator = Agent(name="Orchestrator", instructions="Delegate.", model=model,
+                         tools=[billing.as_tool(tool_name="billing_expert", tool_description="Billing questions.")])
+    result = asyncio.run(Runner.run(orchestrator, "Invoice 7 is wrong.", max_turns=30,
+                                    run_config=RunConfig(workflow_name="loopguard-subagents")))
+    assert result.final_output == "done"
+
+
+def _stops(stack: AgentsStack) -> list[tuple[str, str, str, int]]:
+    """(run id, tool, kind, seq) of every stop the processor recorded, in span start order."""
+    out = []
+    for s in stack.spans():
+        a = s.attributes or {}
+        for d in _decisions(s):
+            if d.get("loopguard.finding.severity") == "stop":
+                out.append((str(a.get("loopguard.run.id")), str(a.get("loopguard.tool.name")),
+                            str(d.get("loopguard.finding.kind")), int(a.get("loopguard.seq", 0))))
+    return out
+
+
+@pytest.mark.parametrize("agent_scopes", [False, True])
+def test_a_sub_agent_delegated_the_same_question_is_judged_at_the_orchestrators_level(
+        stacks: Callable[..., AgentsStack], agent_scopes: bool) -> None:
+    """agent_scopes off: one run per trace, the orchestrator's delegations and the sub-agent's
+    lookups interleaved in it; on: the orchestrator's run holds its delegations alone, each
+    sub-agent invocation is a run of its own. Either way the repeated delegation stops."""
+    stack = stacks("openinference", agent_scopes=agent_scopes)
+    _delegate(6)
+    runs = {str((s.attributes or {}).get("loopguard.run.id")) for s in stack.spans()
+            if "loopguard.seq" in (s.attributes or {})}
+    stops = _stops(stack)
+    assert stops
+    if agent_scopes:
+        assert len(runs) == 7  # the orchestrator's, and one per sub-agent invocation
+        assert {stop[1] for stop in stops} == {"billing_expert"}
+        assert stops[0][1:3] == ("billing_expert", "repeat") and stops[0][3] == 5  # the 5th delegation
+    else:
+        assert len(runs) == 1
+        assert stops[0][1:3] == ("billing_expert", "cycle") and stops[0][3] == 5  # the 3rd delegation
+
+
+@pytest.mark.parametrize("agent_scopes", [False, True])
+def test_a_single_delegation_raises_nothing_at_either_level(stacks: Callable[..., AgentsStack],
+                                                               agent_scopes: bool) -> None:
+    """Negative control: the orchestrator delegates once; nothing stops at either level."""
+    stack = stacks("openinference", agent_scopes=agent_scopes)
+    _delegate(1)
+    assert _stops(stack) == []
