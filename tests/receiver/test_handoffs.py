@@ -144,3 +144,49 @@ def test_the_receiver_is_quiet_on_a_supervisor_routing(combo: str, sink: Sink, r
     wait_for(lambda: sink.named(RUN), what="the run summary")
     loud = [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
     assert loud == []
+
+
+def _per_turn(combo: str, conversation: str) -> list[list[Span]]:
+    """The ping-pong as a conversation of four user turns, one trace each (two handoffs a
+    turn), every span carrying the conversation id as an app's baggage processor would put it."""
+    rows = json.loads((HANDOFFS / f"{combo}__handoff_pingpong.json").read_text())["spans"]
+    agents = [r for r in rows if "agent.name" in r["attributes"] or "gen_ai.agent.name" in r["attributes"]
+              and r["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
+    turns: list[list[Span]] = [[] for _ in range(4)]
+    turn_of = {}
+    for i, agent in enumerate(agents):  # each agent's turn, then what it contains
+        turn_of[agent["span_id"]] = min(i // 2, 3)
+    by_id = {r["span_id"]: r for r in rows}
+    for r in rows:
+        up = r
+        while up is not None and up["span_id"] not in turn_of:
+            up = by_id.get(up["parent_span_id"] or "")
+        if up is None:
+            continue  # the workflow's own spans: one per conversation turn is enough
+        t = turn_of[up["span_id"]]
+        row = dict(r, trace_id=f"{t + 1:032x}", attributes=dict(r["attributes"], **{"gen_ai.conversation.id": conversation}))
+        if r["span_id"] == up["span_id"]:  # each turn's first agent is its trace's root
+            first = next(a for a in agents if turn_of[a["span_id"]] == t)
+            row["parent_span_id"] = None if first is r else first["span_id"]
+        turns[t].append(_span(row))
+    return turns
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_a_ping_pong_across_the_traces_of_one_conversation_is_one_run_and_found(combo: str, sink: Sink) -> None:
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=0.5, gap_wait_seconds=30.0,
+                                          run_id_attribute="gen_ai.conversation.id"))
+    try:
+        turns = _per_turn(combo, f"conversation-{combo}")
+        assert all(turns) and sum(len(t) for t in turns) > 8
+        channel, stub = export_stub(receiver.port)
+        with channel:
+            for spans in turns:  # one request per user turn, inside the idle timeout
+                stub.Export(request_of(spans), timeout=10)
+        summaries = wait_for(lambda: sink.named(RUN), what="the conversation's summary")
+        assert len(summaries) == 1 and attr(summaries[0], "loopguard.run.id") == f"conversation-{combo}"
+        stops = [f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop"]
+        assert stops and attr(stops[0], "loopguard.finding.last_seq") == 6
+        assert all(p in attr(stops[0], "loopguard.finding.reason") for p in PAIR)
+    finally:
+        receiver.stop()
