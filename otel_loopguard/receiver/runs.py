@@ -74,6 +74,7 @@ class RunBuffer:
         self._capped_starts: dict[str, list[int]] = {}  # the same, per tool with a cap (max_calls)
         self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
         self.root_ended_at: Optional[float] = None
+        self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
@@ -85,6 +86,8 @@ class RunBuffer:
         self._tagged = False  # calls carry loopguard.seq: judge as they arrive
         self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
         self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
+        self._judged_calls = 0  # held calls judged at earlier turns of a conversation (judge_turn)
+        self._judged_model_ends: list[int] = []  # their model spans' end times, for later calls' turns
 
     @property
     def buffered(self) -> int:
@@ -228,11 +231,40 @@ class RunBuffer:
             twice = min(s for s in numbered if numbered.count(s) > 1)
             self.untagged = []
             return [self._conflict(RawCall(twice, ""))]
-        ordered = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
-        calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in resolve_targets(ordered)]
+        calls = self._ordered(final=True)
         if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
             self._sparse_seqs = [c.seq for c in calls]
         self.untagged = []
+        return self._feed(calls, held)
+
+    def judge_turn(self) -> list[Finding]:
+        """One user turn of a run keyed by a conversation ended (its trace's root span): the
+        calls held so far are judged now, not at the idle timeout, and the run goes on. Only
+        calls without any number (numbered ones are judged in their own order at completion).
+        A handoff whose target is the agent that acts next waits, with what follows it, for the
+        next turn or the run's completion."""
+        if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
+            return []
+        held = {call.span_id: h for call, h in self.untagged}
+        calls = self._ordered(final=False)
+        ready = {c.span_id for c in calls}
+        self.untagged = [(c, h) for c, h in self.untagged if c.span_id not in ready]
+        return self._feed(calls, held)
+
+    def _ordered(self, final: bool) -> list[ToolCall]:
+        """The held calls in sequence order after those judged at earlier turns, fingerprinted;
+        unless `final`, up to the first handoff still waiting for its target."""
+        ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
+        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends))
+        if not final:
+            waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
+            ordered = ordered[:waiting]
+        offset = self._judged_calls
+        self._judged_calls += len(ordered)
+        calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
+        return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
+
+    def _feed(self, calls: list[ToolCall], held: dict[Optional[str], "_Held"]) -> list[Finding]:
         executed = []
         for call in calls:
             h = held[call.span_id]
@@ -241,7 +273,10 @@ class RunBuffer:
             if h.dispatched:
                 executed.append(call)
                 self._started(call)
-        return self._keep(feed_in_order(self.run, self.untagged_models, executed))
+        models, self.untagged_models = self.untagged_models, []
+        if len(self._judged_model_ends) < MAX_STARTS:
+            self._judged_model_ends += [m.end_ns or 0 for m in models]
+        return self._keep(feed_in_order(self.run, models, executed))
 
     def _started(self, call: ToolCall) -> None:
         if call.start_ns and len(self._starts) < MAX_STARTS:

@@ -146,16 +146,17 @@ def test_the_receiver_is_quiet_on_a_supervisor_routing(combo: str, sink: Sink, r
     assert loud == []
 
 
-def _per_turn(combo: str, conversation: str) -> list[list[Span]]:
-    """The ping-pong as a conversation of four user turns, one trace each (two handoffs a
-    turn), every span carrying the conversation id as an app's baggage processor would put it."""
-    rows = json.loads((HANDOFFS / f"{combo}__handoff_pingpong.json").read_text())["spans"]
+def _per_turn(combo: str, conversation: str, scenario: str = "pingpong", turns_n: int = 4) -> list[list[Span]]:
+    """A capture as a conversation of user turns, one trace each (two agents a turn, the last
+    turn takes the rest), every span carrying the conversation id as an app's baggage
+    processor would put it."""
+    rows = json.loads((HANDOFFS / f"{combo}__handoff_{scenario}.json").read_text())["spans"]
     agents = [r for r in rows if "agent.name" in r["attributes"] or "gen_ai.agent.name" in r["attributes"]
               and r["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
-    turns: list[list[Span]] = [[] for _ in range(4)]
+    turns: list[list[Span]] = [[] for _ in range(turns_n)]
     turn_of = {}
     for i, agent in enumerate(agents):  # each agent's turn, then what it contains
-        turn_of[agent["span_id"]] = min(i // 2, 3)
+        turn_of[agent["span_id"]] = min(i // 2, turns_n - 1)
     by_id = {r["span_id"]: r for r in rows}
     for r in rows:
         up = r
@@ -188,5 +189,44 @@ def test_a_ping_pong_across_the_traces_of_one_conversation_is_one_run_and_found(
         stops = [f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop"]
         assert stops and attr(stops[0], "loopguard.finding.last_seq") == 6
         assert all(p in attr(stops[0], "loopguard.finding.reason") for p in PAIR)
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_a_conversations_turns_are_judged_as_each_trace_ends_not_at_the_idle_timeout(combo: str, sink: Sink) -> None:
+    """With a 60 s idle timeout the run stays open, yet the stop leaves once the turn that
+    completes the evidence has ended (root span + grace): each turn's calls are judged then,
+    numbered on from the turns before."""
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=60.0, gap_wait_seconds=30.0,
+                                          run_id_attribute="gen_ai.conversation.id"))
+    try:
+        channel, stub = export_stub(receiver.port)
+        with channel:
+            for spans in _per_turn(combo, f"prompt-{combo}"):
+                stub.Export(request_of(spans), timeout=10)
+        stops = wait_for(lambda: [f for f in findings_of(sink, kind="cycle")
+                                  if attr(f, "loopguard.finding.severity") == "stop"], timeout=8.0, what="the stop")
+        assert attr(stops[0], "loopguard.finding.last_seq") == 6
+        assert all(p in attr(stops[0], "loopguard.finding.reason") for p in PAIR)
+        assert not sink.named(RUN)  # the conversation is still open: no summary yet
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_a_supervisor_routing_over_three_turns_raises_nothing(combo: str, sink: Sink) -> None:
+    """Negative control for the turn-by-turn judging: a supervisor's routing split over three
+    traces of one conversation raises nothing, and every handoff is counted once."""
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=0.5, gap_wait_seconds=30.0,
+                                          run_id_attribute="gen_ai.conversation.id"))
+    try:
+        channel, stub = export_stub(receiver.port)
+        with channel:
+            for spans in _per_turn(combo, f"sup-{combo}", "supervisor", 3):
+                stub.Export(request_of(spans), timeout=10)
+        summary = wait_for(lambda: sink.named(RUN), what="the summary")[0]
+        assert attr(summary, "loopguard.score.tool_calls") == 5
+        assert not [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
     finally:
         receiver.stop()
