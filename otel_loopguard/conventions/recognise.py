@@ -6,6 +6,7 @@ receiver and the audit reader with attributes decoded from OTLP.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
@@ -14,7 +15,7 @@ from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .handoffs import TO, handoff_arguments, handoff_name
-from .spec import (MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS, HandoffConvention,
+from .spec import (LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS, HandoffConvention,
                    ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
@@ -89,7 +90,12 @@ def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: boo
     if tool is None and name.startswith(OPENINFERENCE_HANDOFF.span_name_prefix) and conv.marker == OPENINFERENCE_HANDOFF.marker:
         return _handoff(OPENINFERENCE_HANDOFF, attributes, status_error)
     call_id = _first(attributes, conv.call_id)
-    result, result_error = unwrap_result(_first(attributes, conv.result))
+    raw_result = _first(attributes, conv.result)
+    if type(raw_result) is str and raw_result.startswith(LANGGRAPH_HANDOFF.result_prefixes):
+        found = _command_handoff(attributes, raw_result, status_error)
+        if found is not None:
+            return found
+    result, result_error = unwrap_result(raw_result)
     # Positional: built once per tool span on both hot paths.
     return ToolSpan(
         conv.name,
@@ -114,6 +120,41 @@ def _handoff(conv: HandoffConvention, attributes: Mapping[str, Any], status_erro
         result={TO: target} if target else None,
         error=_is_error(attributes, status_error),
     )
+
+
+def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: bool) -> Optional[ToolSpan]:
+    """A LangGraph handoff tool (its result a Command to the parent graph) as a handoff."""
+    try:
+        command = json.loads(result)
+    except ValueError:
+        return None
+    command = command.get("output", command) if isinstance(command, dict) else None
+    target = command.get("goto") if isinstance(command, dict) else None
+    if not isinstance(target, str) or not target:
+        return None
+    source = _agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+    tagged = attributes.get(TOOL_NAME)
+    return ToolSpan(
+        convention="langgraph",
+        tool=tagged if type(tagged) is str and tagged else handoff_name(source, target),
+        call_id=None,
+        arguments=handoff_arguments(source, target),
+        result={TO: target},
+        error=_is_error(attributes, status_error),
+    )
+
+
+def _metadata_agent(attributes: Mapping[str, Any]) -> Optional[str]:
+    for key in LANGGRAPH_HANDOFF.source_in_metadata:
+        text = attributes.get(key)
+        if type(text) is str and LANGGRAPH_HANDOFF.metadata_key in text:
+            try:
+                meta = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(meta, dict):
+                return _agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+    return None
 
 
 def _agent(value: Any) -> Optional[str]:

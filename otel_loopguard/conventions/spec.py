@@ -135,3 +135,25 @@ OPENINFERENCE_HANDOFF = HandoffConvention(
 # a tool convention is a tool span first).
 MARKED_HANDOFFS = (GENAI_HANDOFF, TRACELOOP_HANDOFF)
 HANDOFF_CONVENTIONS = (*MARKED_HANDOFFS, OPENINFERENCE_HANDOFF)
+
+
+
+@dataclass(frozen=True)
+class CommandHandoff:
+    """A tool whose result is a LangGraph `Command(goto=<node>, graph=Command.PARENT)`: the
+    swarm / supervisor handoff tools. Told by the result's opening (a prefix test costs the
+    same whatever the result's size), the target in `goto`; the source agent is LangChain's
+    `lc_agent_name`, in the metadata the instrumentation copies onto the span."""
+
+    result_prefixes: tuple[str, ...]
+    source: tuple[str, ...]  # attributes holding the agent name itself
+    source_in_metadata: tuple[str, ...]  # JSON objects holding it under `metadata_key`
+    metadata_key: str
+
+
+LANGGRAPH_HANDOFF = CommandHandoff(
+    result_prefixes=('{"graph": "__parent__"', '{"output": {"graph": "__parent__"'),
+    source=("traceloop.association.properties.lc_agent_name",),
+    source_in_metadata=("metadata",),
+    metadata_key="lc_agent_name",
+)

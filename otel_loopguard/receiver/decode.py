@@ -18,7 +18,7 @@ from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
-from ..conventions.spec import MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
+from ..conventions.spec import LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ..otlp.values import any_value, attributes
@@ -42,7 +42,10 @@ def _plan(*keys: str) -> tuple[str, ...]:
 
 _FACTS_PLAN = _RUN_KEYS
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
-_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
+# A LangGraph handoff tool names its source agent in metadata (conventions/spec.py).
+_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata)
+_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *_LANGGRAPH_KEYS)
+               for c in TOOL_CONVENTIONS}
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 

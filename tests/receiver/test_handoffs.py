@@ -230,3 +230,41 @@ def test_a_supervisor_routing_over_three_turns_raises_nothing(combo: str, sink: 
         assert not [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
     finally:
         receiver.stop()
+
+
+LANGGRAPH = ("lg_openinference", "lg_traceloop")
+LG_PAIR = ("handoff(triage -> billing)", "handoff(billing -> triage)")
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_a_langgraph_handoff_tool_is_a_handoff_named_by_its_agents(combo: str) -> None:
+    """LangGraph's swarm handoff tools (`transfer_to_billing` returning Command(goto=...,
+    graph=PARENT)) are plain tool spans: their results differ in the tool call id, so as tool
+    calls they look like progress. Read as handoffs, (source, target) is the action."""
+    spans = _spans(f"{combo}__handoff_pingpong")
+    tools = [recognise(attributes(s.attributes), False, s.name) for s in spans]
+    assert [t.tool for t in tools if isinstance(t, ToolSpan)] == list(LG_PAIR) * 4
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_the_audit_and_the_receiver_stop_a_langgraph_ping_pong_by_the_sixth_handoff(
+        combo: str, tmp_path: Path, sink: Sink, receiver: ReceiverThread) -> None:
+    run = _audit(tmp_path, _spans(f"{combo}__handoff_pingpong"))
+    assert next(f for f in run["findings"] if f["kind"] == "cycle" and f["severity"] == "stop")["last_seq"] == 6
+    assert _loud(_audit(tmp_path, _spans(f"{combo}__handoff_single"))["findings"]) == []
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(_spans(f"{combo}__handoff_pingpong")), timeout=10)
+    wait_for(lambda: sink.named(RUN), what="the run summary")
+    stop = next(f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop")
+    assert all(p in attr(stop, "loopguard.finding.reason") for p in LG_PAIR)
+
+
+def test_mutation_a_command_result_of_another_shape_is_a_plain_tool_call() -> None:
+    """Only a Command to the parent graph is a handoff: the same span whose result is a
+    Command within the agent's own graph stays the tool call it is."""
+    row = next(r for r in json.loads((HANDOFFS / "lg_openinference__handoff_pingpong.json").read_text())["spans"]
+               if r["name"] == "transfer_to_billing")
+    inner = dict(row["attributes"], **{"output.value": row["attributes"]["output.value"].replace("__parent__", "")})
+    found = recognise(inner, False, row["name"])
+    assert isinstance(found, ToolSpan) and found.tool == "transfer_to_billing"
