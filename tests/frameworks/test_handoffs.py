@@ -139,3 +139,87 @@ def test_a_single_delegation_raises_nothing_at_either_level(stacks: Callable[...
     stack = stacks("openinference", agent_scopes=agent_scopes)
     _delegate(1)
     assert _stops(stack) == []
+
+
+class _Bouncing:
+    """A model that hands the run on through the first handoff it is offered, `asks` times,
+    then answers; records which agent was current at each request."""
+
+    def __init__(self, asks: int):
+        self.asks = asks
+        self.agents: list[str] = []
+
+    def model(self) -> Any:
+        from agents.items import ModelResponse
+        from agents.models.interface import Model
+        from agents.usage import Usage
+        from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+        outer = self
+
+        class Bouncing(Model):
+            async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any,
+                                   output_schema: Any, handoffs: Any, tracing: Any, **_: Any) -> ModelResponse:
+                outer.agents.append(str(system_instructions))
+                i = len(outer.agents)
+                usage = Usage(requests=1, input_tokens=100, output_tokens=10, total_tokens=110)
+                if i > outer.asks:
+                    text = ResponseOutputText(type="output_text", text="done", annotations=[])
+                    return ModelResponse(output=[ResponseOutputMessage(id="m", type="message", role="assistant",
+                                                                       status="completed", content=[text])],
+                                         usage=usage, response_id=f"r{i}")
+                call = ResponseFunctionToolCall(type="function_call", id=f"fc{i}", call_id=f"c{i}",
+                                                name=handoffs[0].tool_name, arguments="{}", status="completed")
+                return ModelResponse(output=[call], usage=usage, response_id=f"r{i}")
+
+            def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
+                raise NotImplementedError
+
+        return Bouncing()
+
+
+def _guarded_ping_pong(enforce: bool, asks: int = 8) -> list[str]:
+    """The agents whose turn each model request was, with both agents' handoffs guarded."""
+    from otel_loopguard.enforce import make_guard
+    from otel_loopguard.enforce.openai_agents import guard_handoffs
+
+    from .agents_helpers import KEY
+
+    bouncing = _Bouncing(asks)
+    model = bouncing.model()
+    triage = Agent(name="TriageAgent", instructions="TriageAgent", model=model)
+    billing = Agent(name="BillingAgent", instructions="BillingAgent", model=model)
+    triage.handoffs, billing.handoffs = [billing], [triage]
+    guard = make_guard(key=KEY, enforce=enforce)
+    guard_handoffs(guard, triage)
+    guard_handoffs(guard, billing)
+    result = asyncio.run(Runner.run(triage, "My invoice is wrong.", max_turns=30,
+                                    run_config=RunConfig(workflow_name="loopguard-handoffs")))
+    assert result.final_output == "done"
+    return bouncing.agents
+
+
+def test_enforce_mode_denies_the_handoff_that_completes_the_ping_pong(stacks: Callable[..., AgentsStack]) -> None:
+    """The 6th handoff would complete three repetitions: denied, the run stays with BillingAgent,
+    whose later handoffs are denied too (the run is stopped)."""
+    stacks("openinference")
+    agents = _guarded_ping_pong(enforce=True)
+    # Requests 1-6 alternate (5 handoffs happened); from the 6th handoff on, BillingAgent keeps the run.
+    assert agents[:6] == ["TriageAgent", "BillingAgent"] * 3
+    assert set(agents[6:]) == {"BillingAgent"}
+
+
+def test_observe_mode_lets_every_handoff_happen(stacks: Callable[..., AgentsStack]) -> None:
+    stack = stacks("openinference")
+    agents = _guarded_ping_pong(enforce=False)
+    assert agents == ["TriageAgent", "BillingAgent"] * 4 + ["TriageAgent"]
+    # The guard's own decisions (they carry loopguard.dispatched; the processor's do not).
+    would = [d for s in stack.spans() for d in _decisions(s)
+             if d.get("loopguard.decision") == "would_block" and "loopguard.dispatched" in d]
+    assert would and would[0]["loopguard.tool.name"] == "handoff(BillingAgent -> TriageAgent)"
+
+
+def test_enforce_mode_lets_a_single_handoff_happen(stacks: Callable[..., AgentsStack]) -> None:
+    """Negative control: one handoff is no loop."""
+    stacks("openinference")
+    assert _guarded_ping_pong(enforce=True, asks=1) == ["TriageAgent", "BillingAgent"]
