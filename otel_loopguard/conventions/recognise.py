@@ -44,6 +44,9 @@ class ModelSpan:
 
 
 Recognised = Union[ToolSpan, ModelSpan, None]
+_HANDOFF_VALUES = frozenset(v for h in MARKED_HANDOFFS for v in h.marker_values)
+if not {h.marker for h in MARKED_HANDOFFS} <= {c.marker for c in TOOL_CONVENTIONS}:
+    raise ImportError("a handoff marker must be a tool convention's marker key (recognise reads them once)")
 MAX_TOKENS = 2**63 - 1
 
 
@@ -51,17 +54,23 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
     """A ToolSpan (a tool call or a handoff between agents), a ModelSpan, or None for every
     other span. `name` is the span's name: OpenInference tells a handoff only by it."""
     get = attributes.get
+    handoff = False
     for conv in TOOL_CONVENTIONS:  # markers inline: this runs for every span on both hot paths
         marker = get(conv.marker)
-        if isinstance(marker, str) and marker in conv.marker_values:  # an array value is not a marker
-            # A second instrumentation's span of a call already counted: not a call of its own.
-            if DUPLICATE_OF in attributes:
-                return None
-            return _tool(conv, attributes, status_error, name)
-    for hconv in MARKED_HANDOFFS:
-        marker = get(hconv.marker)
-        if isinstance(marker, str) and marker in hconv.marker_values:
-            return None if DUPLICATE_OF in attributes else _handoff(hconv, attributes, status_error)
+        if isinstance(marker, str):  # an array value is not a marker
+            if marker in conv.marker_values:
+                # A second instrumentation's span of a call already counted: not a call of its own.
+                if DUPLICATE_OF in attributes:
+                    return None
+                return _tool(conv, attributes, status_error, name)
+            # Handoff markers share the tool markers' keys: one set test here, and the marker
+            # is read again only for the rare handoff span (tools take precedence).
+            handoff = handoff or marker in _HANDOFF_VALUES
+    if handoff:
+        for hconv in MARKED_HANDOFFS:
+            marker = get(hconv.marker)
+            if isinstance(marker, str) and marker in hconv.marker_values:
+                return None if DUPLICATE_OF in attributes else _handoff(hconv, attributes, status_error)
     if TOOL_NAME in attributes:
         return None if DUPLICATE_OF in attributes else _tagged_tool(attributes, status_error)
     for mconv in MODEL_CONVENTIONS:
