@@ -60,6 +60,19 @@ def test_openinference_handoffs_are_numbered_digested_and_judged(stacks: Callabl
     assert stops and stops[0][0] == 6 and stops[0][1]["loopguard.finding.kind"] == "cycle"
 
 
+def test_with_agent_scopes_a_ping_pong_is_still_one_run(stacks: Callable[..., AgentsStack]) -> None:
+    """Each agent invocation is a scope of its own; a handoff belongs to the run around them,
+    so the ping-pong between invocations is still found (at the 6th handoff)."""
+    stack = stacks("openinference", agent_scopes=True)
+    _ping_pong(8)
+    spans = _tagged(stack)
+    assert len({(s.attributes or {})["loopguard.run.id"] for s in spans}) == 1
+    assert [(s.attributes or {})["loopguard.seq"] for s in spans] == list(range(1, 9))
+    stops = [(s.attributes or {})["loopguard.seq"] for s in spans for d in _decisions(s)
+             if d.get("loopguard.finding.severity") == "stop"]
+    assert stops and stops[0] == 6
+
+
 def test_openinference_a_single_handoff_is_tagged_and_raises_nothing(stacks: Callable[..., AgentsStack]) -> None:
     stack = stacks("openinference")
     _ping_pong(1)
