@@ -42,10 +42,11 @@ def _plan(*keys: str) -> tuple[str, ...]:
 
 _FACTS_PLAN = _RUN_KEYS
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
-# A LangGraph handoff tool names its source agent in metadata (conventions/spec.py).
+_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
+# A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
+# for a tool span whose result is a Command to the parent graph (metadata can be long).
 _LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata)
-_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *_LANGGRAPH_KEYS)
-               for c in TOOL_CONVENTIONS}
+_RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 
@@ -221,6 +222,14 @@ def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _is_command(values: dict[str, Any]) -> bool:
+    for key in _RESULT_KEYS:
+        value = values.get(key)
+        if value.__class__ is str and value.startswith(LANGGRAPH_HANDOFF.result_prefixes):
+            return True
+    return False
+
+
 def _content(values: dict[str, Any]) -> int:
     """The attributes judged, as part of the content id. Strings as they are; any other
     value as its text in a 1-tuple, since numbers hash by value (1, 1.0 and True alike; -1
@@ -246,6 +255,8 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     if plan is None:
         return
     values = _values(attrs, plan + extra if extra else plan)
+    if _is_command(values):
+        values.update(_values(attrs, _LANGGRAPH_KEYS))
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
