@@ -108,12 +108,28 @@ def main() -> None:
             "versions": common.versions(["langchain", "langchain-core", "langgraph", "opentelemetry-sdk"] + pkgs),
             "final_output": final, "run_seconds": t_run.seconds, "script": script}
     folder = os.path.join(common.CAPTURES, "handoffs")
-    rows = common.dump(os.path.join(folder, name + ".json"), exporter, recorder, meta)
+    path = os.path.join(folder, name + ".json")
+    rows = common.dump(path, exporter, recorder, meta)
+    _scrub(path)
     print(f"{name}: {len(rows)} spans, run {t_run.seconds}s, final={final!r}")
     tree = common.tree(rows)
     with open(os.path.join(folder, name + ".tree.txt"), "w") as f:
         f.write(tree + "\n")
     print(tree)
+
+
+def _scrub(path: str) -> None:
+    """No machine paths in a committed capture: stack traces name <site-packages>/ and <stdlib>/,
+    as the other captures do."""
+    import re
+    import sysconfig
+
+    with open(path) as f:
+        text = f.read()
+    text = re.sub(r'/[^"\\ ]*/site-packages/', "<site-packages>/", text)
+    text = text.replace(sysconfig.get_paths()["stdlib"] + "/", "<stdlib>/")
+    with open(path, "w") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":
