@@ -98,13 +98,14 @@ class RunBuffer:
         self.last_activity = now
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
-        out = self._key_check(raw)
         held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
         if raw.seq < 1 and unresolved(raw):
-            # A handoff whose target is the agent that acts next: fingerprinted once the
-            # run is ordered and the target known (conventions/handoffs.py).
+            # A handoff whose target is the agent that acts next: fingerprinted here once the
+            # run is ordered and the target known (conventions/handoffs.py), so no key id of
+            # its own to check against the run's.
             self.untagged.append((raw, held))
-            return out
+            return []
+        out = self._key_check(raw)
         call = fingerprint_call(raw, self._fp)
         if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
             # Payloads are not kept: only the ToolCall and its guard facts. A number not

@@ -268,3 +268,38 @@ def test_mutation_a_command_result_of_another_shape_is_a_plain_tool_call() -> No
     inner = dict(row["attributes"], **{"output.value": row["attributes"]["output.value"].replace("__parent__", "")})
     found = recognise(inner, False, row["name"])
     assert isinstance(found, ToolSpan) and found.tool == "transfer_to_billing"
+
+
+def test_an_untagged_openllmetry_handoff_in_a_run_the_processor_numbered_does_not_spoil_it(sink: Sink) -> None:
+    """The processor leaves an OpenLLMetry handoff (target unknown when it ends) untagged. In a
+    run whose tool calls it numbered, that handoff has no place in the numbering: it is left
+    out, and the run is still scored (no integrity_conflict), its tool loop still found.
+    Mutation: the same span naming its target is an unnumbered call like any other, which makes
+    the run mixed (integrity_error): only a handoff waiting for its target is left out."""
+    assert _mixed_run_outcome(sink, with_target=False) == "scored"
+
+
+def test_mutation_an_unnumbered_handoff_naming_its_target_makes_the_run_mixed(sink: Sink) -> None:
+    assert _mixed_run_outcome(sink, with_target=True) == "integrity_error"
+
+
+def _mixed_run_outcome(sink: Sink, with_target: bool) -> Any:
+    from .harness import TaggedRun, make_span
+
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=0.3, gap_wait_seconds=30.0))
+    try:
+        run = TaggedRun(seed=91)
+        handoff = make_span(run.trace_id, b"\x91" * 8, "TriageAgent \u2192 unknown.handoff", parent=run.root_id,
+                            start=run.t0 + 10, end=run.t0 + 20,
+                            attributes={"traceloop.span.kind": "handoff", "gen_ai.operation.name": "handoff",
+                                        "gen_ai.handoff.from_agent": "TriageAgent",
+                                        **({"gen_ai.handoff.to_agent": "BillingAgent"} if with_target else {})})
+        channel, stub = export_stub(receiver.port)
+        with channel:
+            stub.Export(request_of([handoff] + [run.call(seq) for seq in range(1, 6)]), timeout=10)
+        summary = wait_for(lambda: sink.named(RUN), what="the summary")[0]
+        assert [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"]
+        assert bool(findings_of(sink, kind="integrity_conflict")) == with_target
+        return attr(summary, "loopguard.run.outcome")
+    finally:
+        receiver.stop()
