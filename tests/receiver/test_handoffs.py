@@ -303,3 +303,23 @@ def _mixed_run_outcome(sink: Sink, with_target: bool) -> Any:
         return attr(summary, "loopguard.run.outcome")
     finally:
         receiver.stop()
+
+
+@pytest.mark.parametrize("with_target", [False, True])
+def test_the_audit_leaves_out_a_waiting_handoff_from_a_numbered_run_as_the_receiver_does(
+        with_target: bool, tmp_path: Path) -> None:
+    """The audit's side of the test above, with the same mutation."""
+    from .harness import TaggedRun, make_span
+
+    run = TaggedRun(seed=92)
+    handoff = make_span(run.trace_id, b"\x92" * 8, "TriageAgent \u2192 unknown.handoff", parent=run.root_id,
+                        start=run.t0 + 10, end=run.t0 + 20,
+                        attributes={"traceloop.span.kind": "handoff", "gen_ai.handoff.from_agent": "TriageAgent",
+                                    **({"gen_ai.handoff.to_agent": "BillingAgent"} if with_target else {})})
+    request = request_of([handoff] + [run.call(seq) for seq in range(1, 6)])
+    path = tmp_path / "mixed.pb"
+    path.write_bytes(request.SerializeToString())
+    done = subprocess.run([sys.executable, "-m", "otel_loopguard.cli", "audit", str(path), "--format", "json"],
+                          capture_output=True, text=True, env={"OTEL_LOOPGUARD_KEY": KEY, "PATH": ""}, timeout=60)
+    outcome = json.loads(done.stdout)["runs"][0]["outcome"]
+    assert outcome == ("integrity_error" if with_target else "scored")
