@@ -6,6 +6,7 @@ receiver and the audit reader with attributes decoded from OTLP.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
@@ -13,7 +14,9 @@ from typing import Any, Mapping, Optional, Union
 from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
-from .spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS, ModelConvention, ToolConvention
+from .handoffs import TO, handoff_arguments, handoff_name
+from .spec import (LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS, HandoffConvention,
+                   ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
@@ -41,17 +44,33 @@ class ModelSpan:
 
 
 Recognised = Union[ToolSpan, ModelSpan, None]
+_HANDOFF_VALUES = frozenset(v for h in MARKED_HANDOFFS for v in h.marker_values)
+if not {h.marker for h in MARKED_HANDOFFS} <= {c.marker for c in TOOL_CONVENTIONS}:
+    raise ImportError("a handoff marker must be a tool convention's marker key (recognise reads them once)")
 MAX_TOKENS = 2**63 - 1
 
 
-def recognise(attributes: Mapping[str, Any], status_error: bool = False) -> Recognised:
-    """A ToolSpan, a ModelSpan, or None for every other span."""
+def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: str = "") -> Recognised:
+    """A ToolSpan (a tool call or a handoff between agents), a ModelSpan, or None for every
+    other span. `name` is the span's name: OpenInference tells a handoff only by it."""
     get = attributes.get
+    handoff = False
     for conv in TOOL_CONVENTIONS:  # markers inline: this runs for every span on both hot paths
         marker = get(conv.marker)
-        if isinstance(marker, str) and marker in conv.marker_values:  # an array value is not a marker
-            # A second instrumentation's span of a call already counted: not a call of its own.
-            return None if DUPLICATE_OF in attributes else _tool(conv, attributes, status_error)
+        if isinstance(marker, str):  # an array value is not a marker
+            if marker in conv.marker_values:
+                # A second instrumentation's span of a call already counted: not a call of its own.
+                if DUPLICATE_OF in attributes:
+                    return None
+                return _tool(conv, attributes, status_error, name)
+            # Handoff markers share the tool markers' keys: one set test here, and the marker
+            # is read again only for the rare handoff span (tools take precedence).
+            handoff = handoff or marker in _HANDOFF_VALUES
+    if handoff:
+        for hconv in MARKED_HANDOFFS:
+            marker = get(hconv.marker)
+            if isinstance(marker, str) and marker in hconv.marker_values:
+                return None if DUPLICATE_OF in attributes else _handoff(hconv, attributes, status_error)
     if TOOL_NAME in attributes:
         return None if DUPLICATE_OF in attributes else _tagged_tool(attributes, status_error)
     for mconv in MODEL_CONVENTIONS:
@@ -75,10 +94,17 @@ def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
+def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool, name: str = "") -> ToolSpan:
     tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, TOOL_NAME_FALLBACKS)
+    if tool is None and name.startswith(OPENINFERENCE_HANDOFF.span_name_prefix) and conv.marker == OPENINFERENCE_HANDOFF.marker:
+        return _handoff(OPENINFERENCE_HANDOFF, attributes, status_error)
     call_id = _first(attributes, conv.call_id)
-    result, result_error = unwrap_result(_first(attributes, conv.result))
+    raw_result = _first(attributes, conv.result)
+    if type(raw_result) is str and raw_result.startswith(LANGGRAPH_HANDOFF.result_prefixes):
+        found = _command_handoff(attributes, raw_result, status_error)
+        if found is not None:
+            return found
+    result, result_error = unwrap_result(raw_result)
     # Positional: built once per tool span on both hot paths.
     return ToolSpan(
         conv.name,
@@ -88,6 +114,64 @@ def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: boo
         result,
         _is_error(attributes, status_error) or result_error,
     )
+
+
+def _handoff(conv: HandoffConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
+    """action = (handoff, from agent, to agent); the result is the target, so a run handed
+    to an agent it was already handed to brings nothing new."""
+    source, target = _agent(_first(attributes, conv.from_agent)), _agent(_first(attributes, conv.to_agent))
+    tagged = attributes.get(TOOL_NAME)
+    return ToolSpan(
+        convention=conv.name,
+        tool=tagged if type(tagged) is str and tagged else handoff_name(source, target),
+        call_id=None,
+        arguments=handoff_arguments(source, target),
+        result={TO: target} if target else None,
+        error=_is_error(attributes, status_error),
+    )
+
+
+def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: bool) -> Optional[ToolSpan]:
+    """A LangGraph handoff tool (its result a Command to the parent graph) as a handoff."""
+    try:
+        command = json.loads(result)
+    except ValueError:
+        return None
+    command = command.get("output", command) if isinstance(command, dict) else None
+    target = command.get("goto") if isinstance(command, dict) else None
+    if not isinstance(target, str) or not target:
+        return None
+    source = _agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+    tagged = attributes.get(TOOL_NAME)
+    return ToolSpan(
+        convention="langgraph",
+        tool=tagged if type(tagged) is str and tagged else handoff_name(source, target),
+        call_id=None,
+        arguments=handoff_arguments(source, target),
+        result={TO: target},
+        error=_is_error(attributes, status_error),
+    )
+
+
+def _metadata_agent(attributes: Mapping[str, Any]) -> Optional[str]:
+    for key in LANGGRAPH_HANDOFF.source_in_metadata:
+        text = attributes.get(key)
+        if type(text) is str and LANGGRAPH_HANDOFF.metadata_key in text:
+            try:
+                meta = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(meta, dict):
+                return _agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+    return None
+
+
+def _agent(value: Any) -> Optional[str]:
+    """An agent's name; OpenInference may record it as JSON text of a string."""
+    if value is None or value == "":
+        return None
+    text = str(value)
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
 
 
 def _tagged_tool(attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:

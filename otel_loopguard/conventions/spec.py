@@ -86,3 +86,74 @@ TRACELOOP_MODEL = ModelConvention(
 )
 
 MODEL_CONVENTIONS = (GENAI_MODEL, OPENINFERENCE_MODEL, TRACELOOP_MODEL)
+
+
+@dataclass(frozen=True)
+class HandoffConvention:
+    """One agent handing the run to another (research/conventions/captures/*handoff*).
+
+    `span_name_prefix`: the handoff is a span of the tool convention named `marker`'s, told
+    apart only by its name and its missing tool name (OpenInference: `handoff to X`)."""
+
+    name: str
+    marker: str
+    marker_values: frozenset[str]
+    from_agent: tuple[str, ...]
+    to_agent: tuple[str, ...]  # empty: the instrumentation never knows the target
+    span_name_prefix: str = ""
+
+
+GENAI_HANDOFF = HandoffConvention(
+    name="gen_ai",
+    marker="gen_ai.operation.name",
+    marker_values=frozenset({"agent_handoff"}),
+    from_agent=("gen_ai.handoff.from_agent",),
+    to_agent=("gen_ai.handoff.to_agent",),
+)
+
+# OpenLLMetry opens the span before the SDK knows the target (`<source> → unknown.handoff`):
+# the target is the agent that acts next (conventions/handoffs.py).
+TRACELOOP_HANDOFF = HandoffConvention(
+    name="traceloop",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"handoff"}),
+    from_agent=("gen_ai.handoff.from_agent", "gen_ai.agent.name"),
+    to_agent=("gen_ai.handoff.to_agent",),
+)
+
+# A TOOL span with no tool name: source agent in input.value, target in output.value.
+OPENINFERENCE_HANDOFF = HandoffConvention(
+    name="openinference",
+    marker="openinference.span.kind",
+    marker_values=frozenset({"TOOL", "tool"}),
+    from_agent=("input.value",),
+    to_agent=("output.value",),
+    span_name_prefix="handoff to ",
+)
+
+# Handoffs with a marker of their own, checked after the tool conventions (a marker value of
+# a tool convention is a tool span first).
+MARKED_HANDOFFS = (GENAI_HANDOFF, TRACELOOP_HANDOFF)
+HANDOFF_CONVENTIONS = (*MARKED_HANDOFFS, OPENINFERENCE_HANDOFF)
+
+
+
+@dataclass(frozen=True)
+class CommandHandoff:
+    """A tool whose result is a LangGraph `Command(goto=<node>, graph=Command.PARENT)`: the
+    swarm / supervisor handoff tools. Told by the result's opening (a prefix test costs the
+    same whatever the result's size), the target in `goto`; the source agent is LangChain's
+    `lc_agent_name`, in the metadata the instrumentation copies onto the span."""
+
+    result_prefixes: tuple[str, ...]
+    source: tuple[str, ...]  # attributes holding the agent name itself
+    source_in_metadata: tuple[str, ...]  # JSON objects holding it under `metadata_key`
+    metadata_key: str
+
+
+LANGGRAPH_HANDOFF = CommandHandoff(
+    result_prefixes=('{"graph": "__parent__"', '{"output": {"graph": "__parent__"'),
+    source=("traceloop.association.properties.lc_agent_name",),
+    source_in_metadata=("metadata",),
+    metadata_key="lc_agent_name",
+)

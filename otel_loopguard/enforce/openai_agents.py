@@ -26,13 +26,14 @@ receiver and the audit count it as a call that was not run.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from agents import (
     Agent,
@@ -52,6 +53,7 @@ from agents.tracing import get_current_span as current_sdk_span
 from opentelemetry import trace
 
 from ..bounded import BoundedMap
+from ..conventions.handoffs import TO, handoff_arguments, handoff_name
 from .decorator import nudge, record_decision, run_scope, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
@@ -62,6 +64,7 @@ _RUN = "_otel_loopguard_run_id"  # on the run's Usage: one per Runner.run
 _USAGE = "_otel_loopguard_usage"  # on the run's Usage: which Runner.run a request count belongs to
 _TURNS = "_otel_loopguard_turns"  # on the Guard: the turn numbering of its runs
 _STOP = "_otel_loopguard_stop"  # on the run's context: the guard's stop that ended it
+_GUARDED = "_otel_loopguard_guarded"  # on a handoff's invoke function: guarded already
 
 
 class _Pending:
@@ -111,6 +114,24 @@ class LoopguardGuardrails:
             return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=_info(decision))
         setattr(ctx, _PENDING, _Pending(decision, run_id))
         return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
+
+    def handoff_invoker(self, source: Agent[Any], h: Any) -> Callable[[Any, str], Awaitable[Any]]:
+        """`on_invoke_handoff` for one handoff of `source`, asking the guard first."""
+        invoke = h.on_invoke_handoff
+        name, arguments = handoff_name(source.name, h.agent_name), handoff_arguments(source.name, h.agent_name)
+
+        async def guarded(ctx: Any, input_json: str) -> Any:
+            run_id = _run_id(ctx)
+            decision = self.guard.check(name, arguments, run_id=run_id, turn=self._turns.turn(run_id, ctx.usage))
+            record_decision(decision, name)
+            if decision.denied:
+                return source  # the run stays where it is: the handoff does not happen
+            target = await invoke(ctx, input_json)
+            self.guard.record(decision, {TO: target.name}, True, run_id=run_id)
+            return target
+
+        setattr(guarded, _GUARDED, True)
+        return guarded
 
     def _record(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         pending: Optional[_Pending] = getattr(data.context, _PENDING, None)
@@ -188,6 +209,26 @@ def guard_tools(guard: Guard | LoopguardGuardrails, tools: Iterable[Any]) -> lis
         tool.tool_input_guardrails = [*inputs, rails.check]
         tool.tool_output_guardrails = [rails.record, *outputs, rails.nudge]
     return out
+
+
+def guard_handoffs(guard: Guard | LoopguardGuardrails, agent: Agent[Any]) -> Agent[Any]:
+    """The guard on each of the agent's handoffs: before the SDK hands the run to the target,
+    the guard judges the action (handoff, from, to) as it judges a tool call, and after it
+    records it. A denied handoff (enforce mode) does not happen: the run stays with the agent
+    that asked for it, and the SDK tells the model it was transferred to that same agent.
+    Observe-only, every handoff happens and the decision is recorded on the current span.
+    Guard every agent of a handoff graph (each hands off from its own place)."""
+    from agents import Handoff, handoff
+
+    rails = guard if isinstance(guard, LoopguardGuardrails) else LoopguardGuardrails(guard)
+    guarded: list[Agent[Any] | Handoff[Any, Any]] = []
+    for h in agent.handoffs:
+        h = h if isinstance(h, Handoff) else handoff(h)
+        if not getattr(h.on_invoke_handoff, _GUARDED, False):
+            h = dataclasses.replace(h, on_invoke_handoff=rails.handoff_invoker(agent, h))
+        guarded.append(h)
+    agent.handoffs = guarded
+    return agent
 
 
 def guard_agent(guard: Guard | LoopguardGuardrails, agent: Agent[Any], *, end_on_stop: bool = False) -> Agent[Any]:

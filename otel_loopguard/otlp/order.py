@@ -11,7 +11,7 @@ from typing import Optional, TypeVar, Union
 
 from ..calls import RawCall, ToolCall
 
-C = TypeVar("C", RawCall, ToolCall)
+C = TypeVar("C", RawCall, ToolCall, Union[RawCall, ToolCall])  # the receiver holds both (handoffs)
 
 
 def order_calls(calls: list[C], model_ends: list[int]) -> list[C]:

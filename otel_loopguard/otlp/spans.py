@@ -18,6 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
+from ..conventions.handoffs import resolve_targets, unresolved
 from .order import order_calls
 from .values import attributes
 
@@ -53,7 +54,7 @@ class SpanCollector:
         run_id = run_id_of(attrs, span.trace_id, self._run_attr)
         self._note_facts(run_id, attrs)
         self._note_guards(run_id, span)
-        found = recognise(attrs, span.status.code == _ERROR)
+        found = recognise(attrs, span.status.code == _ERROR, span.name)
         if isinstance(found, ToolSpan):
             self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
             self.tool_calls += 1
@@ -91,9 +92,17 @@ class SpanCollector:
         for run_id in dict.fromkeys([*self._tools, *self._models, *self._guards]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
-            calls = order_calls(self._tools.get(run_id, []), [m.end_ns for m in models])
+            calls = resolve_targets(order_calls(_placeable(self._tools.get(run_id, [])), [m.end_ns for m in models]))
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
+
+
+def _placeable(calls: list[RawCall]) -> list[RawCall]:
+    """In a run the processor numbered, a handoff it left unnumbered (its target unknown when it
+    ended: OpenLLMetry) has no place in the numbering: left out, as the receiver does."""
+    if not any(c.seq >= 1 for c in calls):
+        return calls
+    return [c for c in calls if c.seq >= 1 or not unresolved(c)]
 
 
 def run_id_of(attrs: dict[str, Any], trace_id: bytes, run_id_attribute: Optional[str]) -> str:

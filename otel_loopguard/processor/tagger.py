@@ -26,7 +26,8 @@ from ..bounded import BoundedMap
 from ..calls import ModelCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
-from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+from ..conventions.handoffs import is_handoff, target_unknown
+from ..conventions.spec import MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
 from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
@@ -55,6 +56,7 @@ AGENT_MARKERS = (
 MARKER_KEYS = frozenset(MARKERS)
 TOOL_MARKER_KEYS = frozenset(c.marker for c in TOOL_CONVENTIONS)
 _NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
+HANDOFF_SPAN_PREFIX = OPENINFERENCE_HANDOFF.span_name_prefix  # the one handoff numbered at start
 
 
 def attribute_dict(span: Any) -> Mapping[str, Any]:
@@ -147,14 +149,21 @@ class Tagger:
             attrs = dict(span._attributes._dict)  # type: ignore[union-attr]  # noqa: SLF001
         except AttributeError:
             attrs = dict(attribute_dict(span))
-        found = recognise(attrs, span.status.status_code == StatusCode.ERROR)
+        found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
         if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
             return span  # not a tool span, or tagged already (a second install)
+        if target_unknown(found):
+            # A handoff whose target is the agent that acts next (OpenLLMetry): its span has
+            # ended before that agent starts, so it is left to the receiver and the audit,
+            # which order the run first (conventions/handoffs.py).
+            return span
         ctx = span.context
         trace_hex = format(ctx.trace_id, "032x")
-        run_id = self._run_id(span, attrs, trace_hex)
+        # A handoff is the orchestration's action, not the agent's: never agent-scoped (each
+        # agent invocation is a scope of its own, which would hide a ping-pong between them).
+        run_id = self._run_id(span, attrs, trace_hex, scoped=not is_handoff(found.tool))
         if attrs.get(conv.DISPATCHED) is False:
             return self._denied(span, attrs, found, run_id)
         scope = _scope(span)
@@ -224,7 +233,9 @@ class Tagger:
         name = self._config.run_id_attribute
         if name and name not in plain:
             return  # the run is not known yet: numbered at end
-        run_id = self._scoped(str(plain[name]) if name else format(span.context.trace_id, "032x"), span)
+        run_id = str(plain[name]) if name else format(span.context.trace_id, "032x")
+        if not span.name.startswith(HANDOFF_SPAN_PREFIX):  # a handoff is never agent-scoped (tag)
+            run_id = self._scoped(run_id, span)
         with self._lock:
             state = self._state(run_id)
             if len(state.reserved) < MAX_RESERVED:
@@ -233,10 +244,12 @@ class Tagger:
                 state.scopes.add(scope)
                 state.reserved_by[span.context.span_id] = (scope, span.start_time or 0)
 
-    def _run_id(self, span: ReadableSpan, attrs: dict[str, Any], trace_hex: Optional[str] = None) -> str:
+    def _run_id(self, span: ReadableSpan, attrs: dict[str, Any], trace_hex: Optional[str] = None,
+                scoped: bool = True) -> str:
         name = self._config.run_id_attribute
         value = attrs.get(name) if name else None
-        return self._scoped(str(value) if value else trace_hex or format(span.context.trace_id, "032x"), span)
+        run_id = str(value) if value else trace_hex or format(span.context.trace_id, "032x")
+        return self._scoped(run_id, span) if scoped else run_id
 
     def _note_scope(self, span: Any, attrs: Any) -> None:
         if any(_is(attrs.get(key), values) for key, values in AGENT_MARKERS):

@@ -129,6 +129,9 @@ class RunAssembler:
             try:  # each run on its own: one failing run must not stall the others
                 before = buffer.buffered
                 found = buffer.expire_gap(now, self._config.gap_wait_seconds)
+                if buffer.turn_ended_at is not None and now - buffer.turn_ended_at >= self._config.root_grace_seconds:
+                    buffer.turn_ended_at = None
+                    found += buffer.judge_turn()
                 self.buffered_calls += buffer.buffered - before
                 out += self._emit(buffer, found)
                 if self._is_complete(buffer, now):
@@ -185,11 +188,14 @@ class RunAssembler:
     @staticmethod
     def _root_seen(buffer: RunBuffer, trace_id: bytes, root_id: str, now: float) -> None:
         """A root span ended. It ends the run only when the run is that one trace; a run
-        keyed by a conversation id may go on in other traces, so it waits for idleness."""
+        keyed by a conversation id may go on in other traces, so it waits for idleness, but
+        what that turn held is judged after the same grace (RunBuffer.judge_turn)."""
         if len(buffer.roots) < MAX_ROOTS_PER_RUN:
             buffer.roots[trace_id.hex()] = root_id
         if buffer.run_id == trace_id.hex():
             buffer.root_ended_at = now
+        else:
+            buffer.turn_ended_at = now
 
     def _is_complete(self, buffer: RunBuffer, now: float) -> bool:
         if buffer.root_ended_at is not None and now - buffer.root_ended_at >= self._config.root_grace_seconds:

@@ -18,7 +18,7 @@ from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import TOOL_NAME_FALLBACKS
 from ..conventions import attributes as conv
-from ..conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+from ..conventions.spec import LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
 from ..findings.otlp import is_own_span
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
@@ -27,7 +27,7 @@ from ..otlp.values import any_value, attributes
 
 _log = logging.getLogger("otel_loopguard.receiver")
 _RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
-_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MODEL_CONVENTIONS)))
+_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED_HANDOFFS, *MODEL_CONVENTIONS)))
 # What recognise() and raw_call() read, per convention: no other attribute is decoded, so a
 # span's cost does not grow with its attribute count (LLM spans carry hundreds). Every plan
 # holds all markers and the tagged-tool name, so recognise() makes the same choice on the
@@ -44,22 +44,32 @@ def _plan(*keys: str) -> tuple[str, ...]:
 _FACTS_PLAN = _RUN_KEYS
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
 _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
+# A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
+# for a tool span whose result is a Command to the parent graph (metadata can be long).
+_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata)
+_RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
+_HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
     """marker key -> {marker value -> (rank, plan)}. The rank is recognise()'s precedence:
-    tool conventions in order, then a tagged tool, then model conventions in order."""
+    tool conventions in order, then handoffs with a marker of their own, then a tagged tool,
+    then model conventions in order. (An OpenInference handoff is a TOOL span: its tool plan
+    reads input.value and output.value, the agents.)"""
     out: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
     for rank, c in enumerate(TOOL_CONVENTIONS):
         out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, (rank, _TOOL_PLANS[c.name])))
-    for rank, m in enumerate(MODEL_CONVENTIONS, start=len(TOOL_CONVENTIONS) + 1):
+    for rank, h in enumerate(MARKED_HANDOFFS, start=len(TOOL_CONVENTIONS)):
+        out.setdefault(h.marker, {}).update(dict.fromkeys(h.marker_values, (rank, _HANDOFF_PLANS[h.name])))
+    for rank, m in enumerate(MODEL_CONVENTIONS, start=_TAGGED_RANK + 1):
         out.setdefault(m.marker, {}).update(dict.fromkeys(m.marker_values, (rank, _MODEL_PLANS[m.name])))
     return tuple(out.items())
 
 
+_TAGGED_RANK = len(TOOL_CONVENTIONS) + len(MARKED_HANDOFFS)
 _MARKERS = _marker_plans()
-_TAGGED_RANK = len(TOOL_CONVENTIONS)
+_HANDOFF_NAME = OPENINFERENCE_HANDOFF.span_name_prefix
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
 _ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
@@ -218,6 +228,14 @@ def _values(attrs: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _is_command(values: dict[str, Any]) -> bool:
+    for key in _RESULT_KEYS:
+        value = values.get(key)
+        if value.__class__ is str and value.startswith(LANGGRAPH_HANDOFF.result_prefixes):
+            return True
+    return False
+
+
 def _content(values: dict[str, Any]) -> int:
     """The attributes judged, as part of the content id. Strings as they are; any other
     value as its text in a 1-tuple, since numbers hash by value (1, 1.0 and True alike; -1
@@ -244,8 +262,11 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     if plan is None or _own(name):
         return
     values = _values(attrs, plan + extra if extra else plan)
+    if _is_command(values):
+        values.update(_values(attrs, _LANGGRAPH_KEYS))
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
-    found = recognise(values, status == _ERROR)
+    # Only an OpenInference handoff is told by its name (conventions/spec.py).
+    found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
     if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
         return
     d.run_id = run_id_of(values, d.trace_id, run_attr)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..bounded import BoundedMap
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ..conventions.handoffs import resolve_targets, unresolved
 from ..detect import Run
 from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ..findings.otlp import MAX_INPUT_CHARS
@@ -58,7 +59,8 @@ class RunBuffer:
         self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
         self._resumed = first_seq > 1
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
-        self.untagged: list[tuple[ToolCall, _Held]] = []
+        # RawCall: a handoff held until its target is known (add_call)
+        self.untagged: list[tuple[Union[ToolCall, RawCall], _Held]] = []
         self.untagged_models: list[ModelCall] = []
         self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
         # Only arguments that reached the receiver unredacted (so the backend holds them already),
@@ -79,6 +81,7 @@ class RunBuffer:
         self._capped_starts: dict[str, list[int]] = {}  # the same, per tool with a cap (max_calls)
         self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
         self.root_ended_at: Optional[float] = None
+        self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
@@ -90,6 +93,8 @@ class RunBuffer:
         self._tagged = False  # calls carry loopguard.seq: judge as they arrive
         self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
         self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
+        self._judged_calls = 0  # held calls judged at earlier turns of a conversation (judge_turn)
+        self._judged_model_ends: list[int] = []  # their model spans' end times, for later calls' turns
 
     @property
     def buffered(self) -> int:
@@ -100,11 +105,17 @@ class RunBuffer:
         self.last_activity = now
         self.tool_calls_seen += 1
         self.first_trace = self.first_trace or raw.trace_id
+        held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+        if raw.seq < 1 and unresolved(raw):
+            # A handoff whose target is the agent that acts next: fingerprinted here once the
+            # run is ordered and the target known (conventions/handoffs.py), so no key id of
+            # its own to check against the run's.
+            self.untagged.append((raw, held))
+            return []
+        out = self._key_check(raw)
         call = fingerprint_call(raw, self._fp)
         if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
             self._note_arguments(call.action, raw.arguments)
-        out = self._key_check(raw)
-        held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
         if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
             # Payloads are not kept: only the ToolCall and its guard facts. A number not
             # promised dense orders the call but cannot tell a gap from a skip: held too.
@@ -214,6 +225,10 @@ class RunBuffer:
         out: list[Finding] = []
         while self.pending:
             out += self.expire_gap(float("inf"), 0.0)
+        if self._tagged:
+            # The processor leaves a handoff whose target it cannot know untagged: it has no
+            # place in the run's numbering, and the processor's own calls are judged without it.
+            self.untagged = [(c, h) for c, h in self.untagged if not isinstance(c, RawCall)]
         if self.untagged and self._tagged:
             out.append(self._mixed())
         elif self.untagged:
@@ -237,10 +252,40 @@ class RunBuffer:
             twice = min(s for s in numbered if numbered.count(s) > 1)
             self.untagged = []
             return [self._conflict(RawCall(twice, ""))]
-        calls = order_calls([call for call, _ in self.untagged], [m.end_ns or 0 for m in self.untagged_models])
+        calls = self._ordered(final=True)
         if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
             self._sparse_seqs = [c.seq for c in calls]
         self.untagged = []
+        return self._feed(calls, held)
+
+    def judge_turn(self) -> list[Finding]:
+        """One user turn of a run keyed by a conversation ended (its trace's root span): the
+        calls held so far are judged now, not at the idle timeout, and the run goes on. Only
+        calls without any number (numbered ones are judged in their own order at completion).
+        A handoff whose target is the agent that acts next waits, with what follows it, for the
+        next turn or the run's completion."""
+        if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
+            return []
+        held = {call.span_id: h for call, h in self.untagged}
+        calls = self._ordered(final=False)
+        ready = {c.span_id for c in calls}
+        self.untagged = [(c, h) for c, h in self.untagged if c.span_id not in ready]
+        return self._feed(calls, held)
+
+    def _ordered(self, final: bool) -> list[ToolCall]:
+        """The held calls in sequence order after those judged at earlier turns, fingerprinted;
+        unless `final`, up to the first handoff still waiting for its target."""
+        ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
+        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends))
+        if not final:
+            waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
+            ordered = ordered[:waiting]
+        offset = self._judged_calls
+        self._judged_calls += len(ordered)
+        calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
+        return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
+
+    def _feed(self, calls: list[ToolCall], held: dict[Optional[str], "_Held"]) -> list[Finding]:
         executed = []
         for call in calls:
             h = held[call.span_id]
@@ -249,7 +294,10 @@ class RunBuffer:
             if h.dispatched:
                 executed.append(call)
                 self._started(call)
-        return self._keep(feed_in_order(self.run, self.untagged_models, executed))
+        models, self.untagged_models = self.untagged_models, []
+        if len(self._judged_model_ends) < MAX_STARTS:
+            self._judged_model_ends += [m.end_ns or 0 for m in models]
+        return self._keep(feed_in_order(self.run, models, executed))
 
     def _started(self, call: ToolCall) -> None:
         if call.start_ns and len(self._starts) < MAX_STARTS:

@@ -36,5 +36,15 @@ for i in openinference traceloop; do
   done
   run $PY lc_run.py --instr $i --content instr-off
 done
+# Handoffs between agents (issue 20): a ping-pong and two negative controls, three instrumentations.
+for s in pingpong single supervisor; do
+  run $PY  oa_handoff_run.py --instr openinference --scenario $s
+  run $PY  oa_handoff_run.py --instr traceloop     --scenario $s
+  run $PY2 oa_handoff_run.py --instr genai         --scenario $s
+done
+for s in pingpong single; do
+  run $PY lg_handoff_run.py --instr openinference --scenario $s
+  run $PY lg_handoff_run.py --instr traceloop     --scenario $s
+done
 end=$(date +%s.%N)
 echo "total wall: $(echo "$end - $start" | bc) s"

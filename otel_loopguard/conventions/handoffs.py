@@ -1,0 +1,74 @@
+"""Handoffs between agents as actions (pure).
+
+A handoff is judged like a tool call: its action is (handoff, from agent, to agent), so
+repeats, cycles, no-progress and the budgets see agents handing the run back and forth.
+Its tool name names both agents, so every finding and reason does:
+`handoff(TriageAgent -> BillingAgent)`.
+
+Where the instrumentation never records the target (OpenLLMetry), the call is held until
+the run is ordered and takes the target from the agent that acts next: the source of the
+following handoff. The last handoff of a run has no follower and keeps `?`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..calls import RawCall
+
+PREFIX = "handoff("
+UNKNOWN_AGENT = "?"
+FROM, TO = "from_agent", "to_agent"
+
+
+def handoff_name(source: Optional[str], target: Optional[str]) -> str:
+    return f"{PREFIX}{source or UNKNOWN_AGENT} -> {target or UNKNOWN_AGENT})"
+
+
+def handoff_arguments(source: Optional[str], target: Optional[str]) -> dict[str, Optional[str]]:
+    return {FROM: source, TO: target}
+
+
+def is_handoff(tool: str) -> bool:
+    return tool.startswith(PREFIX)
+
+
+def target_unknown(found: Any) -> bool:
+    """A recognised handoff (ToolSpan or RawCall) whose span does not name its target."""
+    args = found.arguments
+    return found.tool.startswith(PREFIX) and isinstance(args, dict) and args.get(TO) is None
+
+
+def unresolved(call: RawCall) -> bool:
+    """A handoff whose target is still to be taken from the agent that follows."""
+    return call.args_digest is None and target_unknown(call)
+
+
+def resolve_targets(calls: list[Any]) -> list[Any]:
+    """Calls in sequence order, each unresolved handoff given the source of the next handoff
+    as its target (the agent the run was handed to is the one that hands it on). Other
+    calls, and records that are not RawCalls, pass through unchanged."""
+    out = list(calls)
+    following: Optional[str] = None
+    for i in range(len(out) - 1, -1, -1):
+        call = out[i]
+        if not isinstance(call, RawCall) or not is_handoff(call.tool) or not isinstance(call.arguments, dict):
+            continue
+        source = call.arguments.get(FROM)
+        if following and unresolved(call):
+            out[i] = _with_target(call, following)
+        following = source if isinstance(source, str) else following
+    return out
+
+
+def _with_target(call: RawCall, target: str) -> RawCall:
+    source = call.arguments.get(FROM)
+    return RawCall(
+        seq=call.seq, tool=handoff_name(source, target), arguments=handoff_arguments(source, target),
+        result={TO: target} if call.result is None else call.result, ok=call.ok,
+        finished=call.finished, turn=call.turn, call_id=call.call_id, span_id=call.span_id,
+        start_ns=call.start_ns, end_ns=call.end_ns, identity=call.identity, args_digest=call.args_digest,
+        result_digest=call.result_digest, dispatched=call.dispatched, guard=call.guard, key_id=call.key_id,
+        trace_id=call.trace_id, parent_id=call.parent_id, seq_dense=call.seq_dense,
+        result_exact_digest=call.result_exact_digest,
+    )
