@@ -129,7 +129,7 @@ def test_the_receiver_finds_the_ping_pong_and_names_both_agents(combo: str, sink
     channel, stub = export_stub(receiver.port)
     with channel:
         stub.Export(request_of(_spans(f"{combo}__handoff_pingpong")), timeout=10)
-    wait_for(lambda: sink.named(RUN), what="the run summary")
+    wait_for(lambda: sink.runs(), what="the run summary")
     stops = [f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop"]
     assert stops and attr(stops[0], "loopguard.finding.last_seq") == 6
     reason = attr(stops[0], "loopguard.finding.reason")
@@ -141,7 +141,7 @@ def test_the_receiver_is_quiet_on_a_supervisor_routing(combo: str, sink: Sink, r
     channel, stub = export_stub(receiver.port)
     with channel:
         stub.Export(request_of(_spans(f"{combo}__handoff_supervisor")), timeout=10)
-    wait_for(lambda: sink.named(RUN), what="the run summary")
+    wait_for(lambda: sink.runs(), what="the run summary")
     loud = [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
     assert loud == []
 
@@ -184,7 +184,7 @@ def test_a_ping_pong_across_the_traces_of_one_conversation_is_one_run_and_found(
         with channel:
             for spans in turns:  # one request per user turn, inside the idle timeout
                 stub.Export(request_of(spans), timeout=10)
-        summaries = wait_for(lambda: sink.named(RUN), what="the conversation's summary")
+        summaries = wait_for(lambda: sink.runs(), what="the conversation's summary")
         assert len(summaries) == 1 and attr(summaries[0], "loopguard.run.id") == f"conversation-{combo}"
         stops = [f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop"]
         assert stops and attr(stops[0], "loopguard.finding.last_seq") == 6
@@ -209,7 +209,7 @@ def test_a_conversations_turns_are_judged_as_each_trace_ends_not_at_the_idle_tim
                                   if attr(f, "loopguard.finding.severity") == "stop"], timeout=8.0, what="the stop")
         assert attr(stops[0], "loopguard.finding.last_seq") == 6
         assert all(p in attr(stops[0], "loopguard.finding.reason") for p in PAIR)
-        assert not sink.named(RUN)  # the conversation is still open: no summary yet
+        assert not sink.runs()  # the conversation is still open: no summary yet
     finally:
         receiver.stop()
 
@@ -225,7 +225,7 @@ def test_a_supervisor_routing_over_three_turns_raises_nothing(combo: str, sink: 
         with channel:
             for spans in _per_turn(combo, f"sup-{combo}", "supervisor", 3):
                 stub.Export(request_of(spans), timeout=10)
-        summary = wait_for(lambda: sink.named(RUN), what="the summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="the summary")[0]
         assert attr(summary, "loopguard.score.tool_calls") == 5
         assert not [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
     finally:
@@ -255,7 +255,7 @@ def test_the_audit_and_the_receiver_stop_a_langgraph_ping_pong_by_the_sixth_hand
     channel, stub = export_stub(receiver.port)
     with channel:
         stub.Export(request_of(_spans(f"{combo}__handoff_pingpong")), timeout=10)
-    wait_for(lambda: sink.named(RUN), what="the run summary")
+    wait_for(lambda: sink.runs(), what="the run summary")
     stop = next(f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop")
     assert all(p in attr(stop, "loopguard.finding.reason") for p in LG_PAIR)
 
@@ -297,7 +297,7 @@ def _mixed_run_outcome(sink: Sink, with_target: bool) -> Any:
         channel, stub = export_stub(receiver.port)
         with channel:
             stub.Export(request_of([handoff] + [run.call(seq) for seq in range(1, 6)]), timeout=10)
-        summary = wait_for(lambda: sink.named(RUN), what="the summary")[0]
+        summary = wait_for(lambda: sink.runs(), what="the summary")[0]
         assert [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"]
         assert bool(findings_of(sink, kind="integrity_conflict")) == with_target
         return attr(summary, "loopguard.run.outcome")
