@@ -227,3 +227,78 @@ def test_json_text_and_parsed_results_digest_alike() -> None:
 
 def of_repeat(findings: list) -> list:
     return [f for f in findings if f.kind == "repeat"]
+
+
+# ---- preview: before dispatch, the count this call would reach -----------------------------------
+
+
+def _previews(h: Harness, steps: list[tuple]) -> list[tuple[str, str] | None]:
+    """Before each call: the repeat preview (level, reason), or None; then the call runs."""
+    out: list[tuple[str, str] | None] = []
+    for tool, args, result, *turn in steps:
+        call = h.fingerprint(tool, args, result, turn=turn[0] if turn else None)
+        found = [(lvl, reason) for lvl, kind, reason in h.run.preview(call) if kind == "repeat"]
+        out.append(found[0] if found else None)
+        h.call(tool, args, result, turn=turn[0] if turn else None)
+    return out
+
+
+def _levels(previews: list[tuple[str, str] | None]) -> list[str | None]:
+    return [p[0] if p else None for p in previews]
+
+
+def test_preview_announces_the_stop_on_the_call_that_would_reach_it() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    previews = _previews(h, lookups(5))
+    assert _levels(previews) == [None, None, "warn", "warn", "stop"]
+    assert previews[4] == ("stop", f"{LOOKUP} would be called 5 times in a row with the same arguments after "
+                                   "calls that made no progress (warn at 3, stop at 5)")
+    assert briefs(h.kind("repeat"))[-1] == ("repeat", "stop", 1, 5, 5)  # observe agrees
+
+
+def test_preview_in_window_mode_counts_the_call_itself() -> None:
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 20}}
+    a = ("lookup", {"id": 1}, "same")
+    steps = [a, ("b", {}, "rb"), a, ("c", {}, "rc"), a, ("d", {}, "rd"), a, ("e", {}, "re"), a]
+    h = Harness(pol)
+    previews = _previews(h, steps)
+    assert _levels(previews[::2]) == [None, None, "warn", "warn", "stop"]
+    assert "would be called 5 times" in previews[8][1]
+    assert h.fired_at(h.kind("repeat")[-1]) == 9  # observe stops the same call
+
+
+def test_preview_in_window_mode_forgets_calls_outside_the_window() -> None:
+    """At decision 6 of a 5-decision window, decision 1 is out: as observe() counts."""
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5}}
+    a = ("lookup", {"id": 1}, "same")
+    h = Harness(pol)
+    assert _levels(_previews(h, [a, ("x", {}, "x"), a, ("y", {}, "y"), ("z", {}, "z"), a])) == [None] * 6
+    assert h.kind("repeat") == []
+    # Positive control: at decision 5, decisions 1 and 3 are both inside.
+    h = Harness(pol)
+    assert _levels(_previews(h, [a, ("x", {}, "x"), a, ("y", {}, "y"), a]))[-1] == "warn"
+    assert briefs(h.kind("repeat")) == [("repeat", "warn", 1, 5, 3)]
+
+
+@pytest.mark.parametrize("mode", ["consecutive", "window"])
+def test_preview_of_a_sibling_in_the_same_decision_counts_nothing(mode: str) -> None:
+    """A parallel sibling of a call this decision already made is parallel_duplicate's
+    business: it never counts as one more repeat."""
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"mode": mode, "window": 20}})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 2), (*a, 3), (*a, 3), (*a, 4)])) == [None, None, "warn", None, "warn"]
+
+
+def test_preview_uses_the_tools_own_repeat_rule() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {LOOKUP: {"repeat": {"warn_at": 2, "stop_at": 3}}}}
+    h = Harness(pol)
+    assert _levels(_previews(h, lookups(3))) == [None, "warn", "stop"]
+    # Negative control: another tool keeps the global rule.
+    h = Harness(pol)
+    assert _levels(_previews(h, [("other", {"q": 1}, "same")] * 3)) == [None, None, "warn"]
+
+
+def test_preview_of_an_exempt_tool_is_silent() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"get_status": {"exempt_repeat": True}}}
+    h = Harness(pol)
+    assert _levels(_previews(h, [("get_status", {"job": 1}, "running")] * 6)) == [None] * 6
