@@ -121,6 +121,18 @@ def test_same_action_returning_unseen_items_is_progress() -> None:
     assert progressed(h) == [True, False, True]
 
 
+def test_a_first_call_with_exactly_one_unseen_item_is_progress() -> None:
+    """One new item is enough, on a first call as on a later one."""
+    h = Harness(SEARCH)
+    h.call("search", {"q": "one", "cursor": None}, page(7))
+    h.call("search", {"q": "one", "cursor": None}, page(7, 8))
+    assert [j.new_items for j in h.judgements] == [1, 1]
+    assert progressed(h) == [True, True]
+    # Negative control: a first call whose only item was already seen is not progress.
+    h.call("search", {"q": "two", "cursor": None}, page(8))
+    assert (h.judgements[2].new_items, progressed(h)[2]) == (0, False)
+
+
 def test_plain_item_ids_and_default_id_field() -> None:
     h = Harness(tool_policy("list", progress={"items_field": "data"}))
     h.call("list", {"p": 1}, {"data": [{"id": "a"}, {"id": "b"}]})

@@ -293,3 +293,33 @@ def test_rule_specific_detectors_still_judge_their_tools_among_ordinary_calls() 
     assert {f.tool for f in h.kind("tool_cap")} == {"search"}
     # Negative control: the ordinary tool, with the same pattern, is neither a write nor capped.
     assert all(f.tool != "lookup" for f in h.kind("duplicate_write") + h.kind("tool_cap"))
+
+
+# ---- the summary the score reads ---------------------------------------------------------------
+
+
+def test_summary_one_result_is_not_new_items_and_a_second_distinct_one_is() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 3)
+    s = h.run.summary
+    assert (s.tool_calls, s.distinct_actions, s.new_items_observed, s.progress_observed) == (3, 1, False, False)
+    assert s.first_result == h.calls[0].result
+    h.call("lookup", {"id": 1}, "changed")  # a repeated action with a new result
+    assert (s.tool_calls, s.distinct_actions, s.new_items_observed, s.progress_observed) == (4, 1, True, True)
+    assert s.first_result == h.calls[0].result  # the first result stays the first
+
+
+def test_summary_progress_counts_only_for_a_repeated_action() -> None:
+    """A first call of an action is always new: only a repeated action's progress says the
+    agent learned something by asking again."""
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("read", {"i": i}, {"row": i}) for i in range(3)])
+    s = h.run.summary
+    assert (s.distinct_actions, s.progress_observed, s.new_items_observed) == (3, False, True)
+
+
+def test_summary_declared_new_items_count_from_the_first_call() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"list": {"progress": {"items_field": "ids"}}}}
+    h = Harness(pol)
+    h.call("list", {"page": 1}, {"ids": ["a"]})
+    assert h.judgements[0].new_items == 1 and h.run.summary.new_items_observed is True
