@@ -59,10 +59,17 @@ def test_json_text_and_parsed_arguments_give_one_digest() -> None:
     assert act("search", '{"q": "refund", "page": 2}') == act("search", {"page": 2, "q": "refund"})
 
 
+PLAIN = Fingerprinter(KEY, Policy())  # no rules at all: the digest of the arguments as given
+
+
+def plain(tool: str, args: Any) -> str:
+    return PLAIN.action(tool, args).digest
+
+
 def test_without_a_rule_nothing_is_normalised() -> None:
-    assert act("other", {"q": "x", "debug": True}) != act("other", {"q": "x"})
-    assert act("other", {"q": "x", "limit": 10}) != act("other", {"q": "x"})
-    assert act("other", {"Q": "x"}) != act("other", {"q": "x"})
+    for args in ({"q": "x", "debug": True}, {"q": "x", "limit": 10}, {"Q": "x"}):
+        assert act("other", args) == plain("other", args)  # exactly the rule-free digest...
+        assert act("other", args) != act("other", {"q": "x"})  # ... so each field counts
 
 
 # --- ignore_fields ------------------------------------------------------------------------
@@ -129,18 +136,23 @@ def test_a_value_other_than_the_default_counts() -> None:
 )
 def test_a_default_is_matched_by_type_too(field: str, value: Any) -> None:
     """`true` does not equal a default of 1; 1.0 does not equal 1 (no rounding)."""
-    assert act("search", {"q": "x", field: value}) != act("search", {"q": "x"})
+    args = {"q": "x", field: value}
+    assert act("search", args) == plain("search", args)  # the field is kept as it came
+    assert act("search", args) != act("search", {"q": "x"})
 
 
 def test_defaults_apply_only_to_their_tool() -> None:
-    assert act("other", {"q": "x", "limit": 10}) != act("other", {"q": "x"})
+    assert act("other", {"q": "x", "limit": 10}) == plain("other", {"q": "x", "limit": 10})
+    # Positive control: the tool that declares the default drops it.
+    assert act("search", {"q": "x", "limit": 10}) == plain("search", {"q": "x"})
 
 
 def test_container_defaults_are_matched_by_type_all_the_way_down() -> None:
     fp = Fingerprinter(KEY, policy_from_mapping({"tools": {"t": {"defaults": {"flags": [1], "opts": {"a": 1}}}}}))
-    assert fp.action("t", {"flags": [True]}).digest != fp.action("t", {}).digest
-    assert fp.action("t", {"flags": [1.0]}).digest != fp.action("t", {}).digest
-    assert fp.action("t", {"opts": {"a": True}}).digest != fp.action("t", {}).digest
+    for args in ({"flags": [True]}, {"flags": [1.0]}, {"opts": {"a": True}}):
+        assert fp.action("t", args).digest == plain("t", args)
+    # Positive control: the same containers with the default's own types are dropped.
+    assert fp.action("t", {"flags": [1], "opts": {"a": 1}}).digest == plain("t", {})
 
 
 # --- identity fields ----------------------------------------------------------------------------
