@@ -355,3 +355,22 @@ def test_identity_fields_keep_two_tenants_writes_apart() -> None:
     a, b = call("acme"), call("globex")
     assert a.action != b.action
     assert a.write != b.write
+
+
+def test_ignore_fields_alone_and_defaults_alone_each_normalise() -> None:
+    """A tool that declares only one of the two rules still gets it, and the digest is
+    exactly the rule-free digest of what is left."""
+    fp = Fingerprinter(KEY, policy_from_mapping({"tools": {
+        "only_ignore": {"ignore_fields": ["debug"]},
+        "only_defaults": {"defaults": {"limit": 10}},
+    }}))
+    assert fp.action("only_ignore", {"q": "x", "debug": True}).digest == plain("only_ignore", {"q": "x"})
+    assert fp.action("only_defaults", {"q": "x", "limit": 10}).digest == plain("only_defaults", {"q": "x"})
+    # Negative controls: each rule is its tool's own.
+    assert fp.action("only_ignore", {"q": "x", "limit": 10}).digest == plain("only_ignore", {"q": "x", "limit": 10})
+    assert fp.action("only_defaults", {"q": "x", "debug": True}).digest == plain("only_defaults", {"q": "x", "debug": True})
+
+
+def test_arguments_that_are_not_an_object_are_digested_as_they_are() -> None:
+    for args in ([{"debug": True}], '"debug"', "not json at all"):
+        assert act("search", args) == plain("search", args)
