@@ -114,7 +114,9 @@ def _preview_levels(steps: list, pol: dict = POL) -> list[tuple[str | None, str 
 def test_preview_announces_every_cycle_stop_before_its_call() -> None:
     """The call that would complete the stopping repetition is announced as a stop; the
     first warn needs that call's own result and comes from observe."""
-    for block in ([A, B], [A, B, C], [A, B, C, D]):
+    # [A, B, A, C]: before the second A of a block, period 2 looks back at an A but has not
+    # repeated; the longer period must still be tried.
+    for block in ([A, B], [A, B, C], [A, B, C, D], [A, B, A, C]):
         pairs = _preview_levels(block * 3)
         assert pairs[-1] == ("stop", "stop")
         assert [e for _, e in pairs].count("warn") == 1
@@ -189,3 +191,8 @@ def test_reasons_say_what_was_compared() -> None:
                            "(warn at 2, stop at 3 repetitions)")
     assert _preview_reason([A, B] * 2, A, actions)[0][1].endswith(
         "(write -> read) with the same arguments (warn at 2, stop at 3 repetitions)")
+
+
+def test_preview_below_a_raised_warn_level_is_silent() -> None:
+    pol = {"budget": NO_BUDGETS, "cycle": {"warn_at": 3, "stop_at": 4}}
+    assert [a for a, _ in _preview_levels([A, B] * 4, pol)] == [None] * 5 + ["warn", "warn", "stop"]

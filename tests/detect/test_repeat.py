@@ -302,3 +302,52 @@ def test_preview_of_an_exempt_tool_is_silent() -> None:
     pol = {"budget": NO_BUDGETS, "tools": {"get_status": {"exempt_repeat": True}}}
     h = Harness(pol)
     assert _levels(_previews(h, [("get_status", {"job": 1}, "running")] * 6)) == [None] * 6
+
+
+def test_preview_counts_the_previous_decisions_streak_for_a_second_call_of_this_decision() -> None:
+    """Turn 3 already called something else: the lookup would still continue turns 1-2's streak."""
+    h = Harness({"budget": NO_BUDGETS})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 2), ("other", {}, "o", 3), (*a, 3)])) == [None, None, None, "warn"]
+
+
+def test_preview_of_a_sibling_counts_nothing_even_with_a_threshold_of_one() -> None:
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"warn_at": 1, "stop_at": 3}})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 1)])) == ["warn", None]
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5, "warn_at": 1, "stop_at": 3}})
+    assert _levels(_previews(h, [(*a, 1), (*a, 1)])) == ["warn", None]
+
+
+# ---- window mode: each level once per episode ---------------------------------------------------
+
+
+WINDOW_5 = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5}}
+
+
+def _alternating(n: int) -> list[tuple]:
+    """The lookup every other decision, something new in between."""
+    return [(LOOKUP, {"order_id": "A12"}, "same") if i % 2 == 0 else ("note", {"i": i}, f"n{i}") for i in range(n)]
+
+
+def test_window_mode_warns_once_while_the_count_stays_at_the_warn_level() -> None:
+    h = Harness(WINDOW_5)
+    h.feed(_alternating(16))  # 3 lookups in every 5 decisions, 8 in all
+    (warn,) = h.kind("repeat")
+    assert brief(warn) == ("repeat", "warn", 1, 5, 3) and warn.count == 3
+    assert warn.reason == (f"{LOOKUP} was called 3 times within 5 decisions with the same arguments and no "
+                           "progress (warn at 3, stop at 5)")
+
+
+def test_window_mode_warns_again_after_the_count_fell_below_the_warn_level() -> None:
+    h = Harness(WINDOW_5)
+    quiet = [("note", {"q": i}, f"q{i}") for i in range(4)]
+    h.feed(_alternating(5) + quiet + _alternating(5))
+    assert briefs(h.kind("repeat")) == [("repeat", "warn", 1, 5, 3), ("repeat", "warn", 10, 14, 3)]
+
+
+def test_window_mode_with_a_threshold_of_one_warns_once_then_stops() -> None:
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5, "warn_at": 1, "stop_at": 3}}
+    h = Harness(pol)
+    h.feed(lookups(3))
+    assert [(f.severity, f.count) for f in h.kind("repeat")] == [("warn", 1), ("stop", 3)]

@@ -323,3 +323,49 @@ def test_summary_declared_new_items_count_from_the_first_call() -> None:
     h = Harness(pol)
     h.call("list", {"page": 1}, {"ids": ["a"]})
     assert h.judgements[0].new_items == 1 and h.run.summary.new_items_observed is True
+
+
+# ---- preview: what the run says before a call runs ------------------------------------------
+
+
+def test_after_a_stop_every_later_call_is_previewed_as_stopped() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 5)  # the repeat stop
+    stop = h.kind("repeat")[-1]
+    other = h.fingerprint("other", {"q": 1}, None)
+    assert h.run.preview(other) == [("stop", "repeat", f"the run was stopped earlier: {stop.reason}")]
+
+
+def test_after_the_turn_limit_its_own_turn_still_runs_and_the_next_is_stopped() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_turns": 2}})
+    h.call("read", {"t": 1}, {"r": 1}, turn=1)
+    h.call("read", {"t": 2}, {"r": 2}, turn=2)  # the turn limit: the last turn allowed
+    sibling = h.fingerprint("read", {"t": 2, "k": 2}, None, turn=2)
+    assert h.run.preview(sibling) == []
+    later = [kind for _, kind, reason in h.run.preview(h.fingerprint("read", {"t": 3}, None, turn=3))
+             if reason.startswith("the run was stopped earlier: ")]
+    assert later == ["budget"]
+
+
+def test_a_gap_keeps_previews_working_and_forgets_the_streak_before_it() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    lookup = ("lookup", {"id": 1}, "same")
+    h.feed([lookup] * 2)
+    call = h.fingerprint(*lookup)
+    assert [lvl for lvl, kind, _ in h.run.preview(call) if kind == "repeat"] == ["warn"]  # the third
+    h.run.gap()
+    assert h.run.preview(call) == []  # the streak before the gap is not evidence
+    h.feed([lookup] * 2)
+    assert [lvl for lvl, kind, _ in h.run.preview(h.fingerprint(*lookup, seq=h.seq + 1))
+            if kind == "repeat"] == ["warn"]
+
+
+def test_preview_applies_the_tools_own_rule() -> None:
+    """The preview judges a call under its tool's rule (here a per-run cap), as observe does."""
+    h = Harness({"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 1}}})
+    h.call("web_search", {"q": 1}, {"hits": [1]})
+    def own(tool: str) -> list:  # the detectors' previews, without the run's "stopped earlier"
+        return [p for p in h.run.preview(h.fingerprint(tool, {"q": 2}, None)) if "stopped earlier" not in p[2]]
+
+    assert own("web_search") == [("stop", "tool_cap", "web_search already made its 1 calls allowed per run")]
+    assert own("read") == []  # another tool, uncapped
