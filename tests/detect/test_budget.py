@@ -136,7 +136,9 @@ def test_wall_time_from_the_first_start_to_each_end() -> None:
     assert timed(h, 2, 50, 79.9) == []
     assert briefs(timed(h, 3, 79.9, 80)) == [("budget", "warn", 3, 3, 1)]
     assert timed(h, 4, 80, 99.5) == []
-    assert briefs(timed(h, 5, 99.5, 100)) == [("budget", "stop", 5, 5, 1)]
+    (stop,) = timed(h, 5, 99.5, 100)
+    assert brief(stop) == ("budget", "stop", 5, 5, 1)
+    assert stop.reason == "the run used 100.00 seconds of its budget of 100"
     assert timed(h, 6, 100, 500) == []
 
 
@@ -204,3 +206,33 @@ def test_preview_stops_a_call_once_the_cost_budget_is_spent() -> None:
     assert budget_previews(h, turn=1) == []
     h.model(2, 500_000, 0, "m")  # $1.50: the limit
     assert budget_previews(h, turn=2) == [("stop", "the run already used its budget of 1.5 USD")]
+
+
+def test_a_call_with_an_end_but_no_start_never_uses_the_time_budget() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_seconds": 1}})
+    for i in range(3):
+        assert h.call("read", {"i": i}, {"r": i}, end_ns=T0 + i * 10 * SEC) == []
+
+
+def test_cost_weighs_input_and_output_tokens_by_their_own_prices() -> None:
+    pol = {"budget": {**NO_BUDGETS, "max_cost_usd": 1.5}, "prices": {"m": {"input": 3.0, "output": 0.5}}}
+    h = Harness(pol)
+    (stop,) = h.model(1, 400_000, 600_000, "m")  # $1.20 + $0.30
+    assert stop.reason == "the run used 1.50 USD of its budget of 1.5"
+
+
+def test_each_capped_tool_has_its_own_warn_and_stop() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"a": {"max_calls": 5}, "b": {"max_calls": 5}}}
+    h = Harness(pol)
+    for i in range(5):
+        h.call("a", {"i": i}, {"r": i})
+        h.call("b", {"i": i}, {"r": i})
+    assert [(f.tool, f.severity) for f in h.kind("tool_cap")] == [
+        ("a", "warn"), ("b", "warn"), ("a", "stop"), ("b", "stop")]
+
+
+def test_tool_cap_preview_before_the_cap_is_silent() -> None:
+    h = Harness({"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 1}}})
+    assert budget_previews(h) == []
+    call = h.fingerprint("web_search", {"q": 1}, None)
+    assert [p for p in h.run.preview(call) if p[1] == "tool_cap"] == []

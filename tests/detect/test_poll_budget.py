@@ -115,3 +115,9 @@ def test_pollers_do_not_feed_no_progress() -> None:
         ("no_progress", "warn", 2, 4, 3),
         ("no_progress", "stop", 2, 7, 6),
     ]
+
+
+def test_one_poll_past_the_deadline_is_its_own_only_evidence() -> None:
+    h = Harness(poll_policy(max_polls=None, deadline_seconds=60))
+    (stop,) = timed_poll(h, "queued", 0, 61)
+    assert brief(stop) == ("poll_budget", "stop", 1, 1, 1) and stop.seqs == (1,)
