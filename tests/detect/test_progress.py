@@ -237,3 +237,16 @@ def test_identical_content_is_not_new_whatever_its_length() -> None:
         h.call("check", {"id": 1}, big)
     assert novel(h) == [True, False, False]
     assert briefs(h.findings, "repeat") == [("repeat", "warn", 1, 3, 3)]
+
+
+def test_an_error_count_given_as_a_boolean_is_no_count() -> None:
+    """`true`/`false` are not 1 and 0 errors: going from one to the other is no progress."""
+    h = Harness(tool_policy("validate", progress={"errors_field": "errors"}))
+    for errors in (True, False, True, False):
+        h.call("validate", {"doc": 1}, {"errors": errors})
+    assert progressed(h) == [True, False, False, False]
+    # Positive control: numbers are counts.
+    h = Harness(tool_policy("validate", progress={"errors_field": "errors"}))
+    for errors in (1, 0):
+        h.call("validate", {"doc": 1}, {"errors": errors})
+    assert progressed(h) == [True, True]
