@@ -483,3 +483,32 @@ def test_json_unicode_escapes_are_read_as_json(tmp_path: Path) -> None:
     p = load_policy(path)
     assert p.version == "v-\U0001F600"
     assert p.rule("t").ignore_fields == ("\U0001F600",)
+
+
+# ---- a bad setting stops with its name, what was expected and what came -----------------------
+
+
+@pytest.mark.parametrize("mapping, message", [
+    ({"budget": {"warn_ratio": 0}}, "budget.warn_ratio: expected a number in (0, 1], got 0.0"),
+    ({"budget": {"warn_ratio": 1.5}}, "budget.warn_ratio: expected a number in (0, 1], got 1.5"),
+    ({"budget": {"warn_ratio": "x"}}, 'budget.warn_ratio: expected a number >= 0, got "x"'),
+    ({"budget": {"max_cost_usd": -1}}, "budget.max_cost_usd: expected a number >= 0, got -1"),
+    ({"tools": {"t": {"side_effect": "yes"}}}, 'tools.t.side_effect: expected true or false, got "yes"'),
+    ({"tools": {"t": {"ignore_fields": "debug"}}}, 'tools.t.ignore_fields: expected a list of strings, got "debug"'),
+    ({"repeat": {"mode": "sometimes"}}, 'repeat.mode: expected one of consecutive, window, got "sometimes"'),
+])
+def test_a_bad_setting_names_itself_the_expectation_and_the_value(mapping: dict, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        policy_from_mapping(mapping)
+    assert str(info.value) == f"policy: {message}"
+
+
+def test_a_value_json_cannot_show_is_shown_by_its_repr() -> None:
+    with pytest.raises(PolicyError, match=r'^policy: prices\.m\.input: expected a number >= 0, got "<object object at '):
+        policy_from_mapping({"prices": {"m": {"input": object()}}})
+
+
+def test_a_model_without_a_name_takes_the_wildcard_price() -> None:
+    pol = policy_from_mapping({"prices": {"*": {"input": 1.0, "output": 2.0}, "m": {"input": 5.0, "output": 5.0}}})
+    assert pol.price_for(None) == pol.price_for("other") == pol.prices["*"]
+    assert pol.price_for("m") == pol.prices["m"]
