@@ -512,3 +512,9 @@ def test_a_model_without_a_name_takes_the_wildcard_price() -> None:
     pol = policy_from_mapping({"prices": {"*": {"input": 1.0, "output": 2.0}, "m": {"input": 5.0, "output": 5.0}}})
     assert pol.price_for(None) == pol.price_for("other") == pol.prices["*"]
     assert pol.price_for("m") == pol.prices["m"]
+
+
+def test_a_price_keyed_by_the_empty_name_is_for_models_without_a_name() -> None:
+    pol = policy_from_mapping({"prices": {"": {"input": 3.0, "output": 3.0}, "*": {"input": 1.0, "output": 1.0}}})
+    assert pol.price_for(None) == pol.price_for("") == pol.prices[""]
+    assert pol.price_for("named") == pol.prices["*"]
