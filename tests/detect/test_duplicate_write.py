@@ -47,6 +47,7 @@ def test_a_key_on_only_one_of_the_two_is_a_duplicate(keys: tuple) -> None:
     h = Harness(POL)
     h.feed([refund(keys[0]), refund(keys[1])])
     assert briefs(h.findings, "duplicate_write") == [("duplicate_write", "stop", 1, 2, 2)]
+    assert "no idempotency key (first at call 1)" in h.kind("duplicate_write")[0].reason  # not "a different" one
 
 
 def test_a_later_new_key_is_compared_with_the_first_write() -> None:

@@ -250,3 +250,11 @@ def test_an_error_count_given_as_a_boolean_is_no_count() -> None:
     for errors in (1, 0):
         h.call("validate", {"doc": 1}, {"errors": errors})
     assert progressed(h) == [True, True]
+
+
+def test_an_item_id_that_is_an_object_is_the_same_item_whatever_its_key_order() -> None:
+    h = Harness(tool_policy("list", progress={"items_field": "data"}))
+    h.call("list", {"p": 1}, {"data": [{"id": {"shard": 1, "row": 7}}]})
+    h.call("list", {"p": 2}, '{"data": [{"id": {"row": 7, "shard": 1}}]}')
+    h.call("list", {"p": 3}, {"data": [{"id": {"row": 8, "shard": 1}}]})  # positive control
+    assert [j.new_items for j in h.judgements] == [1, 0, 1]

@@ -14,7 +14,7 @@ from otel_loopguard.policy import BUILTIN_VERSION, Policy, content_version
 from otel_loopguard.detect import repeat
 from otel_loopguard.progress import tracker
 
-from .helpers import NO_BUDGETS, Harness, feed
+from .helpers import NO_BUDGETS, RUN_ID, Harness, feed
 
 EVERYTHING = {
     "version": "pv-9",
@@ -369,3 +369,17 @@ def test_preview_applies_the_tools_own_rule() -> None:
 
     assert own("web_search") == [("stop", "tool_cap", "web_search already made its 1 calls allowed per run")]
     assert own("read") == []  # another tool, uncapped
+
+
+def test_a_denied_call_stops_the_run_as_if_it_had_crossed_the_threshold() -> None:
+    h = Harness({"version": "pv-1", "budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 2)
+    call = h.fingerprint("lookup", {"id": 1}, None)
+    h.run.denied(call, "repeat", "lookup would be called 3 times")
+    stopped = h.run.stopped
+    assert stopped is not None
+    assert (stopped.kind, stopped.severity, stopped.first_seq, stopped.last_seq, stopped.count, stopped.seqs,
+            stopped.reason, stopped.tool, stopped.action, stopped.run_id, stopped.policy_version) == (
+        "repeat", "stop", 3, 3, 1, (), "lookup would be called 3 times", "lookup", call.action, RUN_ID, "pv-1")
+    later = h.fingerprint("other", {"q": 1}, None, seq=4)
+    assert h.run.preview(later) == [("stop", "repeat", "the run was stopped earlier: lookup would be called 3 times")]

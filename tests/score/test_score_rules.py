@@ -3,14 +3,15 @@ and the release rule's messages (docs/scoring.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from otel_loopguard.calls import GuardEvent, ModelCall
+from otel_loopguard.calls import LOCAL_KEY, GuardEvent, ModelCall
 from otel_loopguard.findings import Finding
 from otel_loopguard.policy import policy_from_mapping
 from otel_loopguard.score import RunInput, check
 from otel_loopguard.score.release import release_violations
-from otel_loopguard.score.scoring import GuardTrail, judge
+from otel_loopguard.score.scoring import GuardTrail, judge, next_seq_after
 
 from score_helpers import fingerprinter, raw
 
@@ -198,3 +199,17 @@ def test_an_exhausted_poll_budget_needs_a_deadline_or_guard_ending() -> None:
     for reason, broken in (("deadline", False), ("loop_guard", False), ("turn_limit", True), (None, True)):
         v = release_violations(_score(poll_budget_exhausted=True, termination_reason=reason), [])
         assert (v == ["poll_without_terminal: polling ran out of budget without a deadline or guard response"]) is broken
+
+
+def test_digests_computed_here_carry_the_fingerprinters_key_id() -> None:
+    """A call with raw arguments is digested under our key: beside a call tagged under another
+    key id the run cannot be compared, beside one tagged under ours it can."""
+    fp = fingerprinter(policy_from_mapping({"budget": NO_BUDGETS}))
+    ours, theirs = raw(1, "read", {"i": 1}, key_id=LOCAL_KEY), raw(2, "read", {"i": 2})
+    assert judge(RunInput("r", [ours, replace(theirs, key_id="other-key")]), fp).outcome == "integrity_error"
+    assert judge(RunInput("r", [ours, replace(theirs, key_id=fp.key_id)]), fp).outcome == "scored"
+
+
+def test_the_call_after_the_last_is_the_next_number() -> None:
+    after = next_seq_after([10, 20, 30])
+    assert (after(10), after(25), after(30)) == (20, 30, 31)
