@@ -258,3 +258,10 @@ def test_an_item_id_that_is_an_object_is_the_same_item_whatever_its_key_order() 
     h.call("list", {"p": 2}, '{"data": [{"id": {"row": 7, "shard": 1}}]}')
     h.call("list", {"p": 3}, {"data": [{"id": {"row": 8, "shard": 1}}]})  # positive control
     assert [j.new_items for j in h.judgements] == [1, 0, 1]
+
+
+def test_a_state_that_is_an_object_changes_when_its_content_does() -> None:
+    h = Harness(tool_policy("job", progress={"state_field": "state"}))
+    for state in ({"phase": "copy", "pct": 10}, {"pct": 10, "phase": "copy"}, {"phase": "copy", "pct": 20}):
+        h.call("job", {"id": 1}, {"state": state})
+    assert progressed(h) == [True, False, True]

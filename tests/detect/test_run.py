@@ -9,7 +9,7 @@ import pytest
 
 from otel_loopguard.bounded import BoundedMap, BoundedSet
 from otel_loopguard.detect import OutOfOrderError, Run
-from otel_loopguard.findings import KINDS, SEVERITY_RANK
+from otel_loopguard.findings import KINDS, SEVERITY_RANK, worst
 from otel_loopguard.policy import BUILTIN_VERSION, Policy, content_version
 from otel_loopguard.detect import repeat
 from otel_loopguard.progress import tracker
@@ -383,3 +383,19 @@ def test_a_denied_call_stops_the_run_as_if_it_had_crossed_the_threshold() -> Non
         "repeat", "stop", 3, 3, 1, (), "lookup would be called 3 times", "lookup", call.action, RUN_ID, "pv-1")
     later = h.fingerprint("other", {"q": 1}, None, seq=4)
     assert h.run.preview(later) == [("stop", "repeat", "the run was stopped earlier: lookup would be called 3 times")]
+
+
+def test_summary_progress_once_observed_stays_observed() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "v1"), ("lookup", {"id": 1}, "v2"), ("lookup", {"id": 1}, "v2")])
+    assert [j.progressed for j in h.judgements] == [True, True, False]
+    assert h.run.summary.progress_observed is True
+
+
+def test_the_worst_severity_of_findings() -> None:
+    h = Harness(EVERYTHING)
+    everything(h)
+    assert worst(h.findings) == "stop"
+    assert worst([f for f in h.findings if f.severity != "stop"]) == "warn"
+    assert worst([f for f in h.findings if f.severity == "info"]) == "info"
+    assert worst([]) is None

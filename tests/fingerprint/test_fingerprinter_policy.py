@@ -374,3 +374,18 @@ def test_ignore_fields_alone_and_defaults_alone_each_normalise() -> None:
 def test_arguments_that_are_not_an_object_are_digested_as_they_are() -> None:
     for args in ([{"debug": True}], '"debug"', "not json at all"):
         assert act("search", args) == plain("search", args)
+
+
+def test_an_unfinished_call_has_no_result_and_a_finished_one_keeps_its_result_flags() -> None:
+    double = json.dumps(json.dumps({"a": 1}))  # a result encoded twice
+    done = fingerprint_call(RawCall(seq=1, tool="t", arguments={}, result=double), FP)
+    assert done.result is not None and "result:" + DOUBLE_ENCODED in done.flags
+    open_call = fingerprint_call(RawCall(seq=1, tool="t", arguments={}, result=double, finished=False), FP)
+    assert open_call.result is None
+
+
+def test_long_tool_names_are_told_apart() -> None:
+    """Past the quoted-name cache's length limit, names are still part of the digest."""
+    a, b = "t" * 300 + "a", "t" * 300 + "b"
+    assert act(a, {"q": 1}) != act(b, {"q": 1})
+    assert act(a, {"q": 1}) == act(a, {"q": 1})

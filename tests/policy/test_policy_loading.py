@@ -496,8 +496,13 @@ def test_json_unicode_escapes_are_read_as_json(tmp_path: Path) -> None:
     ({"tools": {"t": {"side_effect": "yes"}}}, 'tools.t.side_effect: expected true or false, got "yes"'),
     ({"tools": {"t": {"ignore_fields": "debug"}}}, 'tools.t.ignore_fields: expected a list of strings, got "debug"'),
     ({"repeat": {"mode": "sometimes"}}, 'repeat.mode: expected one of consecutive, window, got "sometimes"'),
+    ({"tools": {"t": {"ignore_fields": [1]}}}, "tools.t.ignore_fields[0]: expected a non-empty string, got 1"),
+    ({"tools": {"t": {"ignore_fields": ["a", "b"], "identity_fields": ["b", "a"]}}},
+     "tools.t: identity fields cannot be ignored: a, b"),
+    ({"max_bytes": 63}, "max_bytes: expected an integer >= 64, got 63"),
+    ([1], "top level: expected a mapping, got [1]"),
 ])
-def test_a_bad_setting_names_itself_the_expectation_and_the_value(mapping: dict, message: str) -> None:
+def test_a_bad_setting_names_itself_the_expectation_and_the_value(mapping: Any, message: str) -> None:
     with pytest.raises(PolicyError) as info:
         policy_from_mapping(mapping)
     assert str(info.value) == f"policy: {message}"
@@ -518,3 +523,7 @@ def test_a_price_keyed_by_the_empty_name_is_for_models_without_a_name() -> None:
     pol = policy_from_mapping({"prices": {"": {"input": 3.0, "output": 3.0}, "*": {"input": 1.0, "output": 1.0}}})
     assert pol.price_for(None) == pol.price_for("") == pol.prices[""]
     assert pol.price_for("named") == pol.prices["*"]
+
+
+def test_the_smallest_max_bytes_is_accepted() -> None:
+    assert policy_from_mapping({"max_bytes": 64}).max_bytes == 64
