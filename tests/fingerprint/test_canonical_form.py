@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import signal
 import sys
 from contextlib import contextmanager
@@ -620,3 +621,33 @@ def test_depth_goes_back_down_as_brackets_close() -> None:
 def test_brackets_inside_strings_are_not_nesting() -> None:
     inside = json.dumps(["[" * (2 * MAX_TEXT_DEPTH), "{" * (2 * MAX_TEXT_DEPTH)])
     assert _parsed(inside) == ("json", frozenset())
+
+
+# --- values JSON has no form for: a fixed text, at any depth ---------------------------------
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class _Accented:
+    def __repr__(self) -> str:
+        return "é-obj"
+
+
+def test_values_json_cannot_hold_have_a_fixed_canonical_text() -> None:
+    """Sets sort by their members' JSON text (unescaped, so "z" before "é"); other objects are
+    their type and repr, and an object whose repr fails is still one fixed text."""
+    assert text({"z", "é"}) == '{"\\u0000set":["z","é"]}'
+    assert text(_Accented()) == '"\\u0000_Accented:é-obj"'
+    assert text(_Unprintable()) == '"\\u0000_Unprintable:<unprintable>"'
+
+
+def test_values_json_cannot_hold_keep_their_text_beyond_max_depth() -> None:
+    deep = canonicalize(nested_lists(DEFAULT_MAX_DEPTH + 5, _Accented()))
+    assert TOO_DEEP in deep.flags
+    assert deep.text.endswith('"\\u0000_Accented:é-obj"' + "]" * (DEFAULT_MAX_DEPTH + 5))
+    deep_set = canonicalize(nested_lists(DEFAULT_MAX_DEPTH + 5, {"z", "é"}))
+    # (the leaf past max_depth keeps json.dumps' default separators; the order is what counts)
+    assert re.search(r'\{"\\u0000set": ?\["z", ?"é"\]\}', deep_set.text), deep_set.text
