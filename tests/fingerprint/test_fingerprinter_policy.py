@@ -382,6 +382,7 @@ def test_an_unfinished_call_has_no_result_and_a_finished_one_keeps_its_result_fl
     assert done.result is not None and "result:" + DOUBLE_ENCODED in done.flags
     open_call = fingerprint_call(RawCall(seq=1, tool="t", arguments={}, result=double, finished=False), FP)
     assert open_call.result is None
+    assert not [f for f in open_call.flags if f.startswith("result:")]  # a result it never returned
 
 
 def test_long_tool_names_are_told_apart() -> None:
