@@ -390,3 +390,10 @@ def test_long_tool_names_are_told_apart() -> None:
     a, b = "t" * 300 + "a", "t" * 300 + "b"
     assert act(a, {"q": 1}) != act(b, {"q": 1})
     assert act(a, {"q": 1}) == act(a, {"q": 1})
+
+
+def test_a_tool_with_meaningful_fields_still_masks_the_others() -> None:
+    fp = Fingerprinter(KEY, policy_from_mapping({"tools": {"t": {"meaningful_fields": ["ref"]}}}))
+    one, two = "3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b", "7d9e1f3a-5b6c-4d8e-9f0a-2b4c6d8e0f1a"
+    assert fp.result("t", {"ok": 1, "messageId": one}).digest == fp.result("t", {"ok": 1, "messageId": two}).digest
+    assert fp.result("t", {"ok": 1, "ref": one}).digest != fp.result("t", {"ok": 1, "ref": two}).digest
