@@ -399,3 +399,12 @@ def test_the_worst_severity_of_findings() -> None:
     assert worst([f for f in h.findings if f.severity != "stop"]) == "warn"
     assert worst([f for f in h.findings if f.severity == "info"]) == "info"
     assert worst([]) is None
+
+
+def test_summary_new_items_once_observed_stay_observed() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"list": {"progress": {"items_field": "data"}}}}
+    h = Harness(pol)
+    h.call("list", {"p": 1}, {"data": ["a"]})
+    h.call("list", {"p": 1}, {"data": ["a"]})  # nothing new, the same result
+    assert [j.new_items for j in h.judgements] == [1, 0]
+    assert h.run.summary.new_items_observed is True
