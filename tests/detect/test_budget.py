@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+from otel_loopguard.detect.run import STOPPED_EARLIER
+
 from .helpers import NO_BUDGETS, SEC, T0, Harness, brief, briefs, feed, spans
 
 
@@ -62,6 +64,10 @@ def test_turns_count_decisions_not_calls() -> None:
 
 def test_calls_without_turns_never_use_the_turn_budget() -> None:
     assert feed(distinct(30), {"budget": {**NO_BUDGETS, "max_turns": 5}}) == []
+    # Positive twin: the same calls, each in a turn of its own, stop at the fifth.
+    steps = [(tool, args, result, i + 1) for i, (tool, args, result, _) in enumerate(distinct(30))]
+    assert briefs(feed(steps, {"budget": {**NO_BUDGETS, "max_turns": 5}})) == [
+        ("budget", "warn", 4, 4, 1), ("budget", "stop", 5, 5, 1)]
 
 
 def test_turns_from_model_calls_and_tool_calls_count_once() -> None:
@@ -130,12 +136,18 @@ def test_wall_time_from_the_first_start_to_each_end() -> None:
     assert timed(h, 2, 50, 79.9) == []
     assert briefs(timed(h, 3, 79.9, 80)) == [("budget", "warn", 3, 3, 1)]
     assert timed(h, 4, 80, 99.5) == []
-    assert briefs(timed(h, 5, 99.5, 100)) == [("budget", "stop", 5, 5, 1)]
+    (stop,) = timed(h, 5, 99.5, 100)
+    assert brief(stop) == ("budget", "stop", 5, 5, 1)
+    assert stop.reason == "the run used 100.00 seconds of its budget of 100"
     assert timed(h, 6, 100, 500) == []
 
 
 def test_calls_without_timestamps_never_use_the_time_budget() -> None:
     assert feed(distinct(30), {"budget": {**NO_BUDGETS, "max_seconds": 0.001}}) == []
+    # Positive twin: the same budget with timestamps stops the second call (1 s > 1 ms).
+    h = Harness({"budget": {**NO_BUDGETS, "max_seconds": 0.001}})
+    assert timed(h, 1, 0, 0) == []
+    assert briefs(timed(h, 2, 0, 1)) == [("budget", "stop", 2, 2, 1)]
 
 
 # ---- tool_cap ------------------------------------------------------------------------------------
@@ -158,3 +170,69 @@ def test_tool_cap_below_warn_and_uncapped_tools_are_quiet() -> None:
     pol = {"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 5}}}
     steps = [("web_search", {"q": i}, {"hits": [i]}) for i in range(3)] + distinct(20)
     assert feed(steps, pol) == []
+
+
+# ---- preview: a budget used up stops the next call before it runs --------------------------------
+
+
+def budget_previews(h: Harness, turn: object = None) -> list[tuple[str, str]]:
+    """The budget detector's own preview: the run's "stopped earlier" entry, which repeats
+    the stop that was observed, would hide a preview that says nothing."""
+    call = h.fingerprint("read", {"next": h.seq + 1}, None, turn=turn)
+    return [(lvl, reason) for lvl, kind, reason in h.run.preview(call)
+            if kind == "budget" and not reason.startswith(STOPPED_EARLIER)]
+
+
+def test_preview_stops_the_call_after_the_last_tool_call_allowed() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_tool_calls": 3}})
+    h.feed(distinct(2))
+    assert budget_previews(h) == []
+    h.feed([("read", {"i": 2}, {"row": 2})])
+    assert budget_previews(h) == [("stop", "the run already used its budget of 3 tool calls")]
+
+
+def test_preview_of_the_turn_budget_lets_the_last_turn_run_and_stops_the_next() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_turns": 2}})
+    h.call("read", {"t": 1}, {"r": 1}, turn=1)
+    assert budget_previews(h, turn=2) == []  # turn 2 is the last allowed
+    h.call("read", {"t": 2}, {"r": 2}, turn=2)
+    assert budget_previews(h, turn=2) == []  # a sibling in the last turn runs
+    assert budget_previews(h, turn=3) == [("stop", "the run already used its budget of 2 turns")]
+
+
+def test_preview_stops_a_call_once_the_cost_budget_is_spent() -> None:
+    h = Harness(COST)
+    h.model(1, 1_000_000, 0, "m")  # $1.00 of $1.50
+    assert budget_previews(h, turn=1) == []
+    h.model(2, 500_000, 0, "m")  # $1.50: the limit
+    assert budget_previews(h, turn=2) == [("stop", "the run already used its budget of 1.5 USD")]
+
+
+def test_a_call_with_an_end_but_no_start_never_uses_the_time_budget() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_seconds": 1}})
+    for i in range(3):
+        assert h.call("read", {"i": i}, {"r": i}, end_ns=T0 + i * 10 * SEC) == []
+
+
+def test_cost_weighs_input_and_output_tokens_by_their_own_prices() -> None:
+    pol = {"budget": {**NO_BUDGETS, "max_cost_usd": 1.5}, "prices": {"m": {"input": 3.0, "output": 0.5}}}
+    h = Harness(pol)
+    (stop,) = h.model(1, 400_000, 600_000, "m")  # $1.20 + $0.30
+    assert stop.reason == "the run used 1.50 USD of its budget of 1.5"
+
+
+def test_each_capped_tool_has_its_own_warn_and_stop() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"a": {"max_calls": 5}, "b": {"max_calls": 5}}}
+    h = Harness(pol)
+    for i in range(5):
+        h.call("a", {"i": i}, {"r": i})
+        h.call("b", {"i": i}, {"r": i})
+    assert [(f.tool, f.severity) for f in h.kind("tool_cap")] == [
+        ("a", "warn"), ("b", "warn"), ("a", "stop"), ("b", "stop")]
+
+
+def test_tool_cap_preview_before_the_cap_is_silent() -> None:
+    h = Harness({"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 1}}})
+    assert budget_previews(h) == []
+    call = h.fingerprint("web_search", {"q": 1}, None)
+    assert [p for p in h.run.preview(call) if p[1] == "tool_cap"] == []

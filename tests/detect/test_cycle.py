@@ -114,7 +114,9 @@ def _preview_levels(steps: list, pol: dict = POL) -> list[tuple[str | None, str 
 def test_preview_announces_every_cycle_stop_before_its_call() -> None:
     """The call that would complete the stopping repetition is announced as a stop; the
     first warn needs that call's own result and comes from observe."""
-    for block in ([A, B], [A, B, C], [A, B, C, D]):
+    # [A, B, A, C]: before the second A of a block, period 2 looks back at an A but has not
+    # repeated; the longer period must still be tried.
+    for block in ([A, B], [A, B, C], [A, B, C, D], [A, B, A, C]):
         pairs = _preview_levels(block * 3)
         assert pairs[-1] == ("stop", "stop")
         assert [e for _, e in pairs].count("warn") == 1
@@ -125,3 +127,72 @@ def test_preview_announces_every_cycle_stop_before_its_call() -> None:
 def test_preview_stays_silent_when_the_pattern_brings_new_results() -> None:
     changing = [(A[0], A[1], f"contents {i}") if i % 2 == 0 else B for i in range(8)]
     assert all(pair == (None, None) for pair in _preview_levels(changing))
+
+
+def test_a_two_tool_cycle_whose_results_are_equal_is_still_a_cycle() -> None:
+    """Actions make the block a cycle; equal results across its members must not hide it."""
+    read = ("read", {"path": "a.txt"}, "ok")
+    write = ("write", {"path": "a.txt", "text": "x"}, "ok")
+    assert briefs(feed([read, write] * 3, POL), "cycle") == [("cycle", "warn", 1, 4, 4), ("cycle", "stop", 1, 6, 6)]
+
+
+def test_one_action_alternating_between_two_results_is_a_repeat_not_a_cycle() -> None:
+    """Two results of one action are not two members of a block: the repeat detector's case."""
+    steps = [("read", {"path": "a.txt"}, f"v{i % 2}") for i in range(8)]
+    h = Harness(POL)
+    h.feed(steps)
+    assert h.kind("cycle") == []
+    assert [f.severity for f in h.kind("repeat")] == ["warn", "stop"]  # the negative control fires
+
+
+def test_a_plain_repeat_after_other_calls_is_neither_found_nor_previewed_as_a_cycle() -> None:
+    """Earlier different calls, still in the detector's memory, do not make a run of one
+    action a block of several: only the last period's calls decide."""
+    pairs = _preview_levels([B, C, D] + [A] * 8)
+    assert pairs == [(None, None)] * 11
+    h = Harness(POL)
+    h.feed([B, C, D] + [A] * 8)
+    assert h.kind("cycle") == [] and h.kind("repeat") != []
+
+
+def _preview_reason(steps: list, nxt: tuple, pol: dict = POL) -> list[tuple[str, str]]:
+    h = Harness(pol)
+    h.feed(steps)
+    call = h.fingerprint(*nxt)
+    return [(lvl, reason) for lvl, kind, reason in h.run.preview(call) if kind == "cycle"]
+
+
+def test_preview_reason_names_the_pattern_this_call_completes() -> None:
+    assert _preview_reason([A, B] * 2, A) == [(
+        "warn", "this call would complete 2 repetitions of the 2-call pattern (write -> read) with the "
+        "same results (warn at 2, stop at 3 repetitions)",
+    )]
+    assert _preview_reason([A, B, C] * 2 + [A, B], C) == [(
+        "stop", "this call would complete 3 repetitions of the 3-call pattern (read -> write -> lint) with "
+        "the same results (warn at 2, stop at 3 repetitions)",
+    )]
+
+
+def test_preview_counts_whole_repetitions_only() -> None:
+    """One call into a repetition is not a fraction of one: the count stays whole."""
+    assert _preview_reason([A, B, C] * 2 + [A], B) == [(
+        "warn", "this call would complete 2 repetitions of the 3-call pattern (lint -> read -> write) with "
+        "the same results (warn at 2, stop at 3 repetitions)",
+    )]
+
+
+def test_reasons_say_what_was_compared() -> None:
+    actions = {"budget": NO_BUDGETS, "cycle": {"compare": "actions"}}
+    (warn,) = [f for f in feed([A, B] * 2, actions) if f.kind == "cycle"]
+    assert warn.reason == ("the same 2-call pattern (read -> write) repeated 2 times with the same arguments "
+                           "(warn at 2, stop at 3 repetitions)")
+    (warn,) = [f for f in feed([A, B] * 2, POL) if f.kind == "cycle"]
+    assert warn.reason == ("the same 2-call pattern (read -> write) repeated 2 times with the same results "
+                           "(warn at 2, stop at 3 repetitions)")
+    assert _preview_reason([A, B] * 2, A, actions)[0][1].endswith(
+        "(write -> read) with the same arguments (warn at 2, stop at 3 repetitions)")
+
+
+def test_preview_below_a_raised_warn_level_is_silent() -> None:
+    pol = {"budget": NO_BUDGETS, "cycle": {"warn_at": 3, "stop_at": 4}}
+    assert [a for a, _ in _preview_levels([A, B] * 4, pol)] == [None] * 5 + ["warn", "warn", "stop"]

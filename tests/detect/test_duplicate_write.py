@@ -47,6 +47,7 @@ def test_a_key_on_only_one_of_the_two_is_a_duplicate(keys: tuple) -> None:
     h = Harness(POL)
     h.feed([refund(keys[0]), refund(keys[1])])
     assert briefs(h.findings, "duplicate_write") == [("duplicate_write", "stop", 1, 2, 2)]
+    assert "no idempotency key (first at call 1)" in h.kind("duplicate_write")[0].reason  # not "a different" one
 
 
 def test_a_later_new_key_is_compared_with_the_first_write() -> None:
@@ -128,3 +129,30 @@ def test_redacted_spans_of_different_writes_are_not_duplicates() -> None:
     assert [f.kind for f in found if f.kind == "duplicate_write"] == []
     raw = RawCall(seq=3, tool="issue_refund", args_digest="a" * 32, result_digest="c" * 32)
     assert [f.kind for f in run.observe(fingerprint_call(raw, fp))] == ["duplicate_write"]
+
+
+# ---- preview: the second write is stopped before it runs ----------------------------------------
+
+
+def write_previews(h: Harness, step: dict) -> list[tuple[str, str]]:
+    call = h.fingerprint(step["tool"], step["args"], None)
+    return [(lvl, reason) for lvl, kind, reason in h.run.preview(call) if kind == "duplicate_write"]
+
+
+def test_preview_stops_a_second_write_that_does_not_reuse_the_key() -> None:
+    h = Harness(POL)
+    assert write_previews(h, refund("k-1")) == []  # nothing written yet
+    h.feed([refund("k-1")])
+    assert write_previews(h, refund("k-1")) == []  # a retry with the same key is safe
+    expected = [("stop", f"{REFUND} already ran with the same arguments (call 1) and this call does not "
+                         "reuse its idempotency key: running it may repeat the side effect")]
+    assert write_previews(h, refund("k-2")) == expected
+    assert write_previews(h, refund()) == expected
+    assert write_previews(h, refund("k-1", amount=30)) == []  # other arguments: another write
+
+
+def test_preview_of_a_tool_without_side_effects_is_silent() -> None:
+    h = Harness(POL)
+    read = {"tool": "read_order", "args": {"order_id": "A12"}, "result": "ok"}
+    h.feed([read])
+    assert write_previews(h, read) == []

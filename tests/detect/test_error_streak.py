@@ -25,8 +25,8 @@ def test_same_action_failing_warns_at_two_and_stops_at_four() -> None:
     assert brief(stop) == ("error_streak", "stop", 1, 4, 4) and h.fired_at(stop) == 4
     assert stop.seqs == (1, 2, 3, 4) and stop.span_ids == spans(1, 2, 3, 4)
     assert stop.tool == "parse" and stop.action == h.calls[0].action
-    assert "the same action failing with the same error each time" in stop.reason
-    assert stop.reason.startswith("4 decisions in a row ended in failed tool calls")
+    assert stop.reason == ("4 decisions in a row ended in failed tool calls, the same action failing with "
+                           "the same error each time (warn at 2, stop at 4)")
 
 
 @pytest.mark.parametrize("n, expected", [(1, []), (2, ["warn"]), (3, ["warn"]), (4, ["warn", "stop"])])
@@ -56,7 +56,8 @@ def test_one_action_with_changing_errors_is_not_called_different_actions() -> No
     h = Harness(POL)
     h.feed([fail(error="timeout"), fail(error="rate limited")])
     (warn,) = h.kind("error_streak")
-    assert "different actions" not in warn.reason
+    assert warn.reason == ("2 decisions in a row ended in failed tool calls, the same action failing with "
+                           "changing errors (warn at 2, stop at 4)")
 
 
 def test_failed_siblings_of_one_decision_count_once() -> None:
@@ -118,3 +119,11 @@ def test_mixed_siblings_do_not_depend_on_their_order() -> None:
 def test_custom_thresholds() -> None:
     pol = {"budget": NO_BUDGETS, "error_streak": {"warn_at": 3, "stop_at": 3}}
     assert briefs(feed([fail()] * 4, pol), "error_streak") == [("error_streak", "stop", 1, 3, 3)]
+
+
+def test_a_threshold_of_one_fires_on_the_first_failure() -> None:
+    h = Harness({"budget": NO_BUDGETS, "error_streak": {"warn_at": 1, "stop_at": 2}})
+    h.feed([fail()])
+    (warn,) = h.kind("error_streak")
+    assert brief(warn) == ("error_streak", "warn", 1, 1, 1)
+    assert (warn.tool, warn.action) == ("parse", h.calls[0].action)

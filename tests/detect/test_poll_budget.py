@@ -115,3 +115,15 @@ def test_pollers_do_not_feed_no_progress() -> None:
         ("no_progress", "warn", 2, 4, 3),
         ("no_progress", "stop", 2, 7, 6),
     ]
+
+
+def test_one_poll_past_the_deadline_is_its_own_only_evidence() -> None:
+    h = Harness(poll_policy(max_polls=None, deadline_seconds=60))
+    (stop,) = timed_poll(h, "queued", 0, 61)
+    assert brief(stop) == ("poll_budget", "stop", 1, 1, 1) and stop.seqs == (1,)
+
+
+def test_a_poll_ending_exactly_at_the_deadline_has_reached_it() -> None:
+    h = Harness(poll_policy(max_polls=None, deadline_seconds=60))
+    assert timed_poll(h, "queued", 0, 1) == []
+    assert briefs(timed_poll(h, "running", 59, 60)) == [("poll_budget", "stop", 1, 2, 2)]

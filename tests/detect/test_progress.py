@@ -121,6 +121,18 @@ def test_same_action_returning_unseen_items_is_progress() -> None:
     assert progressed(h) == [True, False, True]
 
 
+def test_a_first_call_with_exactly_one_unseen_item_is_progress() -> None:
+    """One new item is enough, on a first call as on a later one."""
+    h = Harness(SEARCH)
+    h.call("search", {"q": "one", "cursor": None}, page(7))
+    h.call("search", {"q": "one", "cursor": None}, page(7, 8))
+    assert [j.new_items for j in h.judgements] == [1, 1]
+    assert progressed(h) == [True, True]
+    # Negative control: a first call whose only item was already seen is not progress.
+    h.call("search", {"q": "two", "cursor": None}, page(8))
+    assert (h.judgements[2].new_items, progressed(h)[2]) == (0, False)
+
+
 def test_plain_item_ids_and_default_id_field() -> None:
     h = Harness(tool_policy("list", progress={"items_field": "data"}))
     h.call("list", {"p": 1}, {"data": [{"id": "a"}, {"id": "b"}]})
@@ -225,3 +237,31 @@ def test_identical_content_is_not_new_whatever_its_length() -> None:
         h.call("check", {"id": 1}, big)
     assert novel(h) == [True, False, False]
     assert briefs(h.findings, "repeat") == [("repeat", "warn", 1, 3, 3)]
+
+
+def test_an_error_count_given_as_a_boolean_is_no_count() -> None:
+    """`true`/`false` are not 1 and 0 errors: going from one to the other is no progress."""
+    h = Harness(tool_policy("validate", progress={"errors_field": "errors"}))
+    for errors in (True, False, True, False):
+        h.call("validate", {"doc": 1}, {"errors": errors})
+    assert progressed(h) == [True, False, False, False]
+    # Positive control: numbers are counts.
+    h = Harness(tool_policy("validate", progress={"errors_field": "errors"}))
+    for errors in (1, 0):
+        h.call("validate", {"doc": 1}, {"errors": errors})
+    assert progressed(h) == [True, True]
+
+
+def test_an_item_id_that_is_an_object_is_the_same_item_whatever_its_key_order() -> None:
+    h = Harness(tool_policy("list", progress={"items_field": "data"}))
+    h.call("list", {"p": 1}, {"data": [{"id": {"shard": 1, "row": 7}}]})
+    h.call("list", {"p": 2}, '{"data": [{"id": {"row": 7, "shard": 1}}]}')
+    h.call("list", {"p": 3}, {"data": [{"id": {"row": 8, "shard": 1}}]})  # positive control
+    assert [j.new_items for j in h.judgements] == [1, 0, 1]
+
+
+def test_a_state_that_is_an_object_changes_when_its_content_does() -> None:
+    h = Harness(tool_policy("job", progress={"state_field": "state"}))
+    for state in ({"phase": "copy", "pct": 10}, {"pct": 10, "phase": "copy"}, {"phase": "copy", "pct": 20}):
+        h.call("job", {"id": 1}, {"state": state})
+    assert progressed(h) == [True, False, True]

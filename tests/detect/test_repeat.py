@@ -227,3 +227,127 @@ def test_json_text_and_parsed_results_digest_alike() -> None:
 
 def of_repeat(findings: list) -> list:
     return [f for f in findings if f.kind == "repeat"]
+
+
+# ---- preview: before dispatch, the count this call would reach -----------------------------------
+
+
+def _previews(h: Harness, steps: list[tuple]) -> list[tuple[str, str] | None]:
+    """Before each call: the repeat preview (level, reason), or None; then the call runs."""
+    out: list[tuple[str, str] | None] = []
+    for tool, args, result, *turn in steps:
+        call = h.fingerprint(tool, args, result, turn=turn[0] if turn else None)
+        found = [(lvl, reason) for lvl, kind, reason in h.run.preview(call) if kind == "repeat"]
+        out.append(found[0] if found else None)
+        h.call(tool, args, result, turn=turn[0] if turn else None)
+    return out
+
+
+def _levels(previews: list[tuple[str, str] | None]) -> list[str | None]:
+    return [p[0] if p else None for p in previews]
+
+
+def test_preview_announces_the_stop_on_the_call_that_would_reach_it() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    previews = _previews(h, lookups(5))
+    assert _levels(previews) == [None, None, "warn", "warn", "stop"]
+    assert previews[4] == ("stop", f"{LOOKUP} would be called 5 times in a row with the same arguments after "
+                                   "calls that made no progress (warn at 3, stop at 5)")
+    assert briefs(h.kind("repeat"))[-1] == ("repeat", "stop", 1, 5, 5)  # observe agrees
+
+
+def test_preview_in_window_mode_counts_the_call_itself() -> None:
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 20}}
+    a = ("lookup", {"id": 1}, "same")
+    steps = [a, ("b", {}, "rb"), a, ("c", {}, "rc"), a, ("d", {}, "rd"), a, ("e", {}, "re"), a]
+    h = Harness(pol)
+    previews = _previews(h, steps)
+    assert _levels(previews[::2]) == [None, None, "warn", "warn", "stop"]
+    assert "would be called 5 times" in previews[8][1]
+    assert h.fired_at(h.kind("repeat")[-1]) == 9  # observe stops the same call
+
+
+def test_preview_in_window_mode_forgets_calls_outside_the_window() -> None:
+    """At decision 6 of a 5-decision window, decision 1 is out: as observe() counts."""
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5}}
+    a = ("lookup", {"id": 1}, "same")
+    h = Harness(pol)
+    assert _levels(_previews(h, [a, ("x", {}, "x"), a, ("y", {}, "y"), ("z", {}, "z"), a])) == [None] * 6
+    assert h.kind("repeat") == []
+    # Positive control: at decision 5, decisions 1 and 3 are both inside.
+    h = Harness(pol)
+    assert _levels(_previews(h, [a, ("x", {}, "x"), a, ("y", {}, "y"), a]))[-1] == "warn"
+    assert briefs(h.kind("repeat")) == [("repeat", "warn", 1, 5, 3)]
+
+
+@pytest.mark.parametrize("mode", ["consecutive", "window"])
+def test_preview_of_a_sibling_in_the_same_decision_counts_nothing(mode: str) -> None:
+    """A parallel sibling of a call this decision already made is parallel_duplicate's
+    business: it never counts as one more repeat."""
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"mode": mode, "window": 20}})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 2), (*a, 3), (*a, 3), (*a, 4)])) == [None, None, "warn", None, "warn"]
+
+
+def test_preview_uses_the_tools_own_repeat_rule() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {LOOKUP: {"repeat": {"warn_at": 2, "stop_at": 3}}}}
+    h = Harness(pol)
+    assert _levels(_previews(h, lookups(3))) == [None, "warn", "stop"]
+    # Negative control: another tool keeps the global rule.
+    h = Harness(pol)
+    assert _levels(_previews(h, [("other", {"q": 1}, "same")] * 3)) == [None, None, "warn"]
+
+
+def test_preview_of_an_exempt_tool_is_silent() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"get_status": {"exempt_repeat": True}}}
+    h = Harness(pol)
+    assert _levels(_previews(h, [("get_status", {"job": 1}, "running")] * 6)) == [None] * 6
+
+
+def test_preview_counts_the_previous_decisions_streak_for_a_second_call_of_this_decision() -> None:
+    """Turn 3 already called something else: the lookup would still continue turns 1-2's streak."""
+    h = Harness({"budget": NO_BUDGETS})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 2), ("other", {}, "o", 3), (*a, 3)])) == [None, None, None, "warn"]
+
+
+def test_preview_of_a_sibling_counts_nothing_even_with_a_threshold_of_one() -> None:
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"warn_at": 1, "stop_at": 3}})
+    a = (LOOKUP, {"order_id": "A12"}, "same")
+    assert _levels(_previews(h, [(*a, 1), (*a, 1)])) == ["warn", None]
+    h = Harness({"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5, "warn_at": 1, "stop_at": 3}})
+    assert _levels(_previews(h, [(*a, 1), (*a, 1)])) == ["warn", None]
+
+
+# ---- window mode: each level once per episode ---------------------------------------------------
+
+
+WINDOW_5 = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5}}
+
+
+def _alternating(n: int) -> list[tuple]:
+    """The lookup every other decision, something new in between."""
+    return [(LOOKUP, {"order_id": "A12"}, "same") if i % 2 == 0 else ("note", {"i": i}, f"n{i}") for i in range(n)]
+
+
+def test_window_mode_warns_once_while_the_count_stays_at_the_warn_level() -> None:
+    h = Harness(WINDOW_5)
+    h.feed(_alternating(16))  # 3 lookups in every 5 decisions, 8 in all
+    (warn,) = h.kind("repeat")
+    assert brief(warn) == ("repeat", "warn", 1, 5, 3) and warn.count == 3
+    assert warn.reason == (f"{LOOKUP} was called 3 times within 5 decisions with the same arguments and no "
+                           "progress (warn at 3, stop at 5)")
+
+
+def test_window_mode_warns_again_after_the_count_fell_below_the_warn_level() -> None:
+    h = Harness(WINDOW_5)
+    quiet = [("note", {"q": i}, f"q{i}") for i in range(4)]
+    h.feed(_alternating(5) + quiet + _alternating(5))
+    assert briefs(h.kind("repeat")) == [("repeat", "warn", 1, 5, 3), ("repeat", "warn", 10, 14, 3)]
+
+
+def test_window_mode_with_a_threshold_of_one_warns_once_then_stops() -> None:
+    pol = {"budget": NO_BUDGETS, "repeat": {"mode": "window", "window": 5, "warn_at": 1, "stop_at": 3}}
+    h = Harness(pol)
+    h.feed(lookups(3))
+    assert [(f.severity, f.count) for f in h.kind("repeat")] == [("warn", 1), ("stop", 3)]

@@ -9,12 +9,12 @@ import pytest
 
 from otel_loopguard.bounded import BoundedMap, BoundedSet
 from otel_loopguard.detect import OutOfOrderError, Run
-from otel_loopguard.findings import KINDS, SEVERITY_RANK
+from otel_loopguard.findings import KINDS, SEVERITY_RANK, worst
 from otel_loopguard.policy import BUILTIN_VERSION, Policy, content_version
 from otel_loopguard.detect import repeat
 from otel_loopguard.progress import tracker
 
-from .helpers import NO_BUDGETS, Harness, feed
+from .helpers import NO_BUDGETS, RUN_ID, Harness, feed
 
 EVERYTHING = {
     "version": "pv-9",
@@ -293,3 +293,118 @@ def test_rule_specific_detectors_still_judge_their_tools_among_ordinary_calls() 
     assert {f.tool for f in h.kind("tool_cap")} == {"search"}
     # Negative control: the ordinary tool, with the same pattern, is neither a write nor capped.
     assert all(f.tool != "lookup" for f in h.kind("duplicate_write") + h.kind("tool_cap"))
+
+
+# ---- the summary the score reads ---------------------------------------------------------------
+
+
+def test_summary_one_result_is_not_new_items_and_a_second_distinct_one_is() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 3)
+    s = h.run.summary
+    assert (s.tool_calls, s.distinct_actions, s.new_items_observed, s.progress_observed) == (3, 1, False, False)
+    assert s.first_result == h.calls[0].result
+    h.call("lookup", {"id": 1}, "changed")  # a repeated action with a new result
+    assert (s.tool_calls, s.distinct_actions, s.new_items_observed, s.progress_observed) == (4, 1, True, True)
+    assert s.first_result == h.calls[0].result  # the first result stays the first
+
+
+def test_summary_progress_counts_only_for_a_repeated_action() -> None:
+    """A first call of an action is always new: only a repeated action's progress says the
+    agent learned something by asking again."""
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("read", {"i": i}, {"row": i}) for i in range(3)])
+    s = h.run.summary
+    assert (s.distinct_actions, s.progress_observed, s.new_items_observed) == (3, False, True)
+
+
+def test_summary_declared_new_items_count_from_the_first_call() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"list": {"progress": {"items_field": "ids"}}}}
+    h = Harness(pol)
+    h.call("list", {"page": 1}, {"ids": ["a"]})
+    assert h.judgements[0].new_items == 1 and h.run.summary.new_items_observed is True
+
+
+# ---- preview: what the run says before a call runs ------------------------------------------
+
+
+def test_after_a_stop_every_later_call_is_previewed_as_stopped() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 5)  # the repeat stop
+    stop = h.kind("repeat")[-1]
+    other = h.fingerprint("other", {"q": 1}, None)
+    assert h.run.preview(other) == [("stop", "repeat", f"the run was stopped earlier: {stop.reason}")]
+
+
+def test_after_the_turn_limit_its_own_turn_still_runs_and_the_next_is_stopped() -> None:
+    h = Harness({"budget": {**NO_BUDGETS, "max_turns": 2}})
+    h.call("read", {"t": 1}, {"r": 1}, turn=1)
+    h.call("read", {"t": 2}, {"r": 2}, turn=2)  # the turn limit: the last turn allowed
+    sibling = h.fingerprint("read", {"t": 2, "k": 2}, None, turn=2)
+    assert h.run.preview(sibling) == []
+    later = [kind for _, kind, reason in h.run.preview(h.fingerprint("read", {"t": 3}, None, turn=3))
+             if reason.startswith("the run was stopped earlier: ")]
+    assert later == ["budget"]
+
+
+def test_a_gap_keeps_previews_working_and_forgets_the_streak_before_it() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    lookup = ("lookup", {"id": 1}, "same")
+    h.feed([lookup] * 2)
+    call = h.fingerprint(*lookup)
+    assert [lvl for lvl, kind, _ in h.run.preview(call) if kind == "repeat"] == ["warn"]  # the third
+    h.run.gap()
+    assert h.run.preview(call) == []  # the streak before the gap is not evidence
+    h.feed([lookup] * 2)
+    assert [lvl for lvl, kind, _ in h.run.preview(h.fingerprint(*lookup, seq=h.seq + 1))
+            if kind == "repeat"] == ["warn"]
+
+
+def test_preview_applies_the_tools_own_rule() -> None:
+    """The preview judges a call under its tool's rule (here a per-run cap), as observe does."""
+    h = Harness({"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 1}}})
+    h.call("web_search", {"q": 1}, {"hits": [1]})
+    def own(tool: str) -> list:  # the detectors' previews, without the run's "stopped earlier"
+        return [p for p in h.run.preview(h.fingerprint(tool, {"q": 2}, None)) if "stopped earlier" not in p[2]]
+
+    assert own("web_search") == [("stop", "tool_cap", "web_search already made its 1 calls allowed per run")]
+    assert own("read") == []  # another tool, uncapped
+
+
+def test_a_denied_call_stops_the_run_as_if_it_had_crossed_the_threshold() -> None:
+    h = Harness({"version": "pv-1", "budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "same")] * 2)
+    call = h.fingerprint("lookup", {"id": 1}, None)
+    h.run.denied(call, "repeat", "lookup would be called 3 times")
+    stopped = h.run.stopped
+    assert stopped is not None
+    assert (stopped.kind, stopped.severity, stopped.first_seq, stopped.last_seq, stopped.count, stopped.seqs,
+            stopped.reason, stopped.tool, stopped.action, stopped.run_id, stopped.policy_version) == (
+        "repeat", "stop", 3, 3, 1, (), "lookup would be called 3 times", "lookup", call.action, RUN_ID, "pv-1")
+    later = h.fingerprint("other", {"q": 1}, None, seq=4)
+    assert h.run.preview(later) == [("stop", "repeat", "the run was stopped earlier: lookup would be called 3 times")]
+
+
+def test_summary_progress_once_observed_stays_observed() -> None:
+    h = Harness({"budget": NO_BUDGETS})
+    h.feed([("lookup", {"id": 1}, "v1"), ("lookup", {"id": 1}, "v2"), ("lookup", {"id": 1}, "v2")])
+    assert [j.progressed for j in h.judgements] == [True, True, False]
+    assert h.run.summary.progress_observed is True
+
+
+def test_the_worst_severity_of_findings() -> None:
+    h = Harness(EVERYTHING)
+    everything(h)
+    assert worst(h.findings) == "stop"
+    assert worst([f for f in h.findings if f.severity != "stop"]) == "warn"
+    assert worst([f for f in h.findings if f.severity == "info"]) == "info"
+    assert worst([]) is None
+
+
+def test_summary_new_items_once_observed_stay_observed() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"list": {"progress": {"items_field": "data"}}}}
+    h = Harness(pol)
+    h.call("list", {"p": 1}, {"data": ["a"]})
+    h.call("list", {"p": 1}, {"data": ["a"]})  # nothing new, the same result
+    assert [j.new_items for j in h.judgements] == [1, 0]
+    assert h.run.summary.new_items_observed is True

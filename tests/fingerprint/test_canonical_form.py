@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import signal
 import sys
 from contextlib import contextmanager
@@ -30,7 +31,9 @@ from otel_loopguard.fingerprint.canonical import (
     NON_STRING_KEYS,
     OPAQUE_TEXT,
     TOO_DEEP,
+    MAX_TEXT_DEPTH,
     TOO_LARGE,
+    parse,
 )
 
 
@@ -578,3 +581,73 @@ def test_top_level_bytes_are_read_as_utf8_text() -> None:
     raw = canonicalize(b"\xff\xfe not utf8")
     assert raw.form == "text"
     assert OPAQUE_TEXT in raw.flags
+
+
+# --- how deep JSON text nests, before any decoder sees it -------------------------------
+
+
+def _parsed(value: str) -> tuple[str, frozenset[str]]:
+    p = parse(value)
+    return p.form, p.flags
+
+
+def test_json_text_nested_exactly_to_the_text_limit_is_parsed_and_one_more_is_opaque() -> None:
+    assert _parsed("[" * MAX_TEXT_DEPTH + "]" * MAX_TEXT_DEPTH) == ("json", frozenset())
+    deeper = "[" * (MAX_TEXT_DEPTH + 1) + "]" * (MAX_TEXT_DEPTH + 1)
+    assert _parsed(deeper) == ("text", frozenset({OPAQUE_TEXT, TOO_DEEP}))
+
+
+def test_many_brackets_side_by_side_are_not_depth() -> None:
+    """Far more brackets than the limit, two levels deep: plain JSON."""
+    shallow = json.dumps([[i] for i in range(3 * MAX_TEXT_DEPTH)])
+    assert _parsed(shallow) == ("json", frozenset())
+    assert parse(shallow).value == [[i] for i in range(3 * MAX_TEXT_DEPTH)]
+
+
+def test_depth_goes_back_down_as_brackets_close() -> None:
+    """A branch that closes gives its levels back: the next branch's depth counts from
+    where the closing left off, not from zero and not from the deepest point."""
+    def nest(depth: int) -> Any:
+        return nested_lists(depth, 0)
+
+    half = MAX_TEXT_DEPTH // 4
+    # half wrappers, the pair's own list, then the second branch: the limit + 1 levels
+    over = nested_lists(half, [nest(half), nest(MAX_TEXT_DEPTH - half)])
+    assert _parsed(json.dumps(over))[1] == frozenset({OPAQUE_TEXT, TOO_DEEP})
+    within = nested_lists(half, [nest(half), nest(MAX_TEXT_DEPTH - half - 1)])  # exactly the limit
+    assert _parsed(json.dumps(within)) == ("json", frozenset())
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    inside = json.dumps(["[" * (2 * MAX_TEXT_DEPTH), "{" * (2 * MAX_TEXT_DEPTH)])
+    assert _parsed(inside) == ("json", frozenset())
+
+
+# --- values JSON has no form for: a fixed text, at any depth ---------------------------------
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class _Accented:
+    def __repr__(self) -> str:
+        return "é-obj"
+
+
+def test_values_json_cannot_hold_have_a_fixed_canonical_text() -> None:
+    """Sets sort by their members' JSON text (unescaped, so "z" before "é"); other objects are
+    their type and repr, and an object whose repr fails is still one fixed text."""
+    assert text({"z", "é"}) == '{"\\u0000set":["z","é"]}'
+    assert text(_Accented()) == '"\\u0000_Accented:é-obj"'
+    assert text(_Unprintable()) == '"\\u0000_Unprintable:<unprintable>"'
+
+
+def test_values_json_cannot_hold_keep_their_text_beyond_max_depth() -> None:
+    deep = canonicalize(nested_lists(DEFAULT_MAX_DEPTH + 5, _Accented()))
+    assert TOO_DEEP in deep.flags
+    assert deep.text.endswith('"\\u0000_Accented:é-obj"' + "]" * (DEFAULT_MAX_DEPTH + 5))
+    deep_set = canonicalize(nested_lists(DEFAULT_MAX_DEPTH + 5, {"z", "é"}))
+    # (the leaf past max_depth keeps json.dumps' default separators; the order is what counts)
+    assert re.search(r'\{"\\u0000set": ?\["z", ?"é"\]\}', deep_set.text), deep_set.text

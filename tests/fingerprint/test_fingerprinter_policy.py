@@ -59,10 +59,17 @@ def test_json_text_and_parsed_arguments_give_one_digest() -> None:
     assert act("search", '{"q": "refund", "page": 2}') == act("search", {"page": 2, "q": "refund"})
 
 
+PLAIN = Fingerprinter(KEY, Policy())  # no rules at all: the digest of the arguments as given
+
+
+def plain(tool: str, args: Any) -> str:
+    return PLAIN.action(tool, args).digest
+
+
 def test_without_a_rule_nothing_is_normalised() -> None:
-    assert act("other", {"q": "x", "debug": True}) != act("other", {"q": "x"})
-    assert act("other", {"q": "x", "limit": 10}) != act("other", {"q": "x"})
-    assert act("other", {"Q": "x"}) != act("other", {"q": "x"})
+    for args in ({"q": "x", "debug": True}, {"q": "x", "limit": 10}, {"Q": "x"}):
+        assert act("other", args) == plain("other", args)  # exactly the rule-free digest...
+        assert act("other", args) != act("other", {"q": "x"})  # ... so each field counts
 
 
 # --- ignore_fields ------------------------------------------------------------------------
@@ -129,18 +136,23 @@ def test_a_value_other_than_the_default_counts() -> None:
 )
 def test_a_default_is_matched_by_type_too(field: str, value: Any) -> None:
     """`true` does not equal a default of 1; 1.0 does not equal 1 (no rounding)."""
-    assert act("search", {"q": "x", field: value}) != act("search", {"q": "x"})
+    args = {"q": "x", field: value}
+    assert act("search", args) == plain("search", args)  # the field is kept as it came
+    assert act("search", args) != act("search", {"q": "x"})
 
 
 def test_defaults_apply_only_to_their_tool() -> None:
-    assert act("other", {"q": "x", "limit": 10}) != act("other", {"q": "x"})
+    assert act("other", {"q": "x", "limit": 10}) == plain("other", {"q": "x", "limit": 10})
+    # Positive control: the tool that declares the default drops it.
+    assert act("search", {"q": "x", "limit": 10}) == plain("search", {"q": "x"})
 
 
 def test_container_defaults_are_matched_by_type_all_the_way_down() -> None:
     fp = Fingerprinter(KEY, policy_from_mapping({"tools": {"t": {"defaults": {"flags": [1], "opts": {"a": 1}}}}}))
-    assert fp.action("t", {"flags": [True]}).digest != fp.action("t", {}).digest
-    assert fp.action("t", {"flags": [1.0]}).digest != fp.action("t", {}).digest
-    assert fp.action("t", {"opts": {"a": True}}).digest != fp.action("t", {}).digest
+    for args in ({"flags": [True]}, {"flags": [1.0]}, {"opts": {"a": True}}):
+        assert fp.action("t", args).digest == plain("t", args)
+    # Positive control: the same containers with the default's own types are dropped.
+    assert fp.action("t", {"flags": [1], "opts": {"a": 1}}).digest == plain("t", {})
 
 
 # --- identity fields ----------------------------------------------------------------------------
@@ -343,3 +355,45 @@ def test_identity_fields_keep_two_tenants_writes_apart() -> None:
     a, b = call("acme"), call("globex")
     assert a.action != b.action
     assert a.write != b.write
+
+
+def test_ignore_fields_alone_and_defaults_alone_each_normalise() -> None:
+    """A tool that declares only one of the two rules still gets it, and the digest is
+    exactly the rule-free digest of what is left."""
+    fp = Fingerprinter(KEY, policy_from_mapping({"tools": {
+        "only_ignore": {"ignore_fields": ["debug"]},
+        "only_defaults": {"defaults": {"limit": 10}},
+    }}))
+    assert fp.action("only_ignore", {"q": "x", "debug": True}).digest == plain("only_ignore", {"q": "x"})
+    assert fp.action("only_defaults", {"q": "x", "limit": 10}).digest == plain("only_defaults", {"q": "x"})
+    # Negative controls: each rule is its tool's own.
+    assert fp.action("only_ignore", {"q": "x", "limit": 10}).digest == plain("only_ignore", {"q": "x", "limit": 10})
+    assert fp.action("only_defaults", {"q": "x", "debug": True}).digest == plain("only_defaults", {"q": "x", "debug": True})
+
+
+def test_arguments_that_are_not_an_object_are_digested_as_they_are() -> None:
+    for args in ([{"debug": True}], '"debug"', "not json at all"):
+        assert act("search", args) == plain("search", args)
+
+
+def test_an_unfinished_call_has_no_result_and_a_finished_one_keeps_its_result_flags() -> None:
+    double = json.dumps(json.dumps({"a": 1}))  # a result encoded twice
+    done = fingerprint_call(RawCall(seq=1, tool="t", arguments={}, result=double), FP)
+    assert done.result is not None and "result:" + DOUBLE_ENCODED in done.flags
+    open_call = fingerprint_call(RawCall(seq=1, tool="t", arguments={}, result=double, finished=False), FP)
+    assert open_call.result is None
+    assert not [f for f in open_call.flags if f.startswith("result:")]  # a result it never returned
+
+
+def test_long_tool_names_are_told_apart() -> None:
+    """Past the quoted-name cache's length limit, names are still part of the digest."""
+    a, b = "t" * 300 + "a", "t" * 300 + "b"
+    assert act(a, {"q": 1}) != act(b, {"q": 1})
+    assert act(a, {"q": 1}) == act(a, {"q": 1})
+
+
+def test_a_tool_with_meaningful_fields_still_masks_the_others() -> None:
+    fp = Fingerprinter(KEY, policy_from_mapping({"tools": {"t": {"meaningful_fields": ["ref"]}}}))
+    one, two = "3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b", "7d9e1f3a-5b6c-4d8e-9f0a-2b4c6d8e0f1a"
+    assert fp.result("t", {"ok": 1, "messageId": one}).digest == fp.result("t", {"ok": 1, "messageId": two}).digest
+    assert fp.result("t", {"ok": 1, "ref": one}).digest != fp.result("t", {"ok": 1, "ref": two}).digest

@@ -483,3 +483,47 @@ def test_json_unicode_escapes_are_read_as_json(tmp_path: Path) -> None:
     p = load_policy(path)
     assert p.version == "v-\U0001F600"
     assert p.rule("t").ignore_fields == ("\U0001F600",)
+
+
+# ---- a bad setting stops with its name, what was expected and what came -----------------------
+
+
+@pytest.mark.parametrize("mapping, message", [
+    ({"budget": {"warn_ratio": 0}}, "budget.warn_ratio: expected a number in (0, 1], got 0.0"),
+    ({"budget": {"warn_ratio": 1.5}}, "budget.warn_ratio: expected a number in (0, 1], got 1.5"),
+    ({"budget": {"warn_ratio": "x"}}, 'budget.warn_ratio: expected a number >= 0, got "x"'),
+    ({"budget": {"max_cost_usd": -1}}, "budget.max_cost_usd: expected a number >= 0, got -1"),
+    ({"tools": {"t": {"side_effect": "yes"}}}, 'tools.t.side_effect: expected true or false, got "yes"'),
+    ({"tools": {"t": {"ignore_fields": "debug"}}}, 'tools.t.ignore_fields: expected a list of strings, got "debug"'),
+    ({"repeat": {"mode": "sometimes"}}, 'repeat.mode: expected one of consecutive, window, got "sometimes"'),
+    ({"tools": {"t": {"ignore_fields": [1]}}}, "tools.t.ignore_fields[0]: expected a non-empty string, got 1"),
+    ({"tools": {"t": {"ignore_fields": ["a", "b"], "identity_fields": ["b", "a"]}}},
+     "tools.t: identity fields cannot be ignored: a, b"),
+    ({"max_bytes": 63}, "max_bytes: expected an integer >= 64, got 63"),
+    ([1], "top level: expected a mapping, got [1]"),
+])
+def test_a_bad_setting_names_itself_the_expectation_and_the_value(mapping: Any, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        policy_from_mapping(mapping)
+    assert str(info.value) == f"policy: {message}"
+
+
+def test_a_value_json_cannot_show_is_shown_by_its_repr() -> None:
+    with pytest.raises(PolicyError, match=r'^policy: prices\.m\.input: expected a number >= 0, got "<object object at '):
+        policy_from_mapping({"prices": {"m": {"input": object()}}})
+
+
+def test_a_model_without_a_name_takes_the_wildcard_price() -> None:
+    pol = policy_from_mapping({"prices": {"*": {"input": 1.0, "output": 2.0}, "m": {"input": 5.0, "output": 5.0}}})
+    assert pol.price_for(None) == pol.price_for("other") == pol.prices["*"]
+    assert pol.price_for("m") == pol.prices["m"]
+
+
+def test_a_price_keyed_by_the_empty_name_is_for_models_without_a_name() -> None:
+    pol = policy_from_mapping({"prices": {"": {"input": 3.0, "output": 3.0}, "*": {"input": 1.0, "output": 1.0}}})
+    assert pol.price_for(None) == pol.price_for("") == pol.prices[""]
+    assert pol.price_for("named") == pol.prices["*"]
+
+
+def test_the_smallest_max_bytes_is_accepted() -> None:
+    assert policy_from_mapping({"max_bytes": 64}).max_bytes == 64
