@@ -186,7 +186,8 @@ def budget_previews(h: Harness, turn: object = None) -> list[tuple[str, str]]:
 def test_preview_stops_the_call_after_the_last_tool_call_allowed() -> None:
     h = Harness({"budget": {**NO_BUDGETS, "max_tool_calls": 3}})
     h.feed(distinct(2))
-    assert budget_previews(h) == []
+    # The last call allowed runs, with the nudge warn_ratio gives it (issue 19), not a stop.
+    assert budget_previews(h) == [("warn", "this is tool call 3 of the 3 the run may make")]
     h.feed([("read", {"i": 2}, {"row": 2})])
     assert budget_previews(h) == [("stop", "the run already used its budget of 3 tool calls")]
 
@@ -194,9 +195,10 @@ def test_preview_stops_the_call_after_the_last_tool_call_allowed() -> None:
 def test_preview_of_the_turn_budget_lets_the_last_turn_run_and_stops_the_next() -> None:
     h = Harness({"budget": {**NO_BUDGETS, "max_turns": 2}})
     h.call("read", {"t": 1}, {"r": 1}, turn=1)
-    assert budget_previews(h, turn=2) == []  # turn 2 is the last allowed
+    last_turn = [("warn", "this is turn 2 of the 2 the run may take")]  # runs, with its nudge
+    assert budget_previews(h, turn=2) == last_turn  # turn 2 is the last allowed
     h.call("read", {"t": 2}, {"r": 2}, turn=2)
-    assert budget_previews(h, turn=2) == []  # a sibling in the last turn runs
+    assert budget_previews(h, turn=2) == []  # a sibling in the last turn runs (nudged once already)
     assert budget_previews(h, turn=3) == [("stop", "the run already used its budget of 2 turns")]
 
 
@@ -235,4 +237,6 @@ def test_tool_cap_preview_before_the_cap_is_silent() -> None:
     h = Harness({"budget": NO_BUDGETS, "tools": {"web_search": {"max_calls": 1}}})
     assert budget_previews(h) == []
     call = h.fingerprint("web_search", {"q": 1}, None)
-    assert [p for p in h.run.preview(call) if p[1] == "tool_cap"] == []
+    # The one call allowed runs (a nudge at warn_ratio, issue 19), it is not refused.
+    assert [p for p in h.run.preview(call) if p[1] == "tool_cap"] == [
+        ("warn", "tool_cap", "this is call 1 of the 1 web_search may make per run")]

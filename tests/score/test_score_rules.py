@@ -88,11 +88,14 @@ def test_the_earliest_guard_event_wins_and_a_tie_keeps_the_first() -> None:
     trail = GuardTrail()
     trail.note_event(3.5, None, False, 2)
     assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (3.5, "repeat", False, 2)
-    trail.note_event(5.5, "budget", False, 0)  # later: ignored
-    trail.note_event(3.5, "cycle", True, 7)  # the same place: the first one stays
+    trail.note_event(5.5, "budget", False, 0)  # later: ignored (and counts no more than the earliest)
     assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (3.5, "repeat", False, 2)
-    trail.note_event(1.5, "cycle", True, 4)  # earlier: replaces it
-    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (1.5, "cycle", True, 4)
+    # The same place: the first decision stays; the calls run after are the most any counted (a
+    # cap's decision counts only its tool's calls, so a run-level one at its place may count more).
+    trail.note_event(3.5, "cycle", True, 7)
+    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (3.5, "repeat", False, 7)
+    trail.note_event(1.5, "cycle", True, 4)  # earlier: replaces the decision, keeps the count
+    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (1.5, "cycle", True, 7)
 
 
 def _scored(calls: list, events: list[GuardEvent] = (), policy: Any = None, **run: Any) -> dict:
