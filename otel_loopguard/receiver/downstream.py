@@ -12,7 +12,7 @@ import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -152,6 +152,14 @@ def _pem(path: Optional[str], setting: str) -> Optional[bytes]:
     return data
 
 
+async def take_batch(queue: "asyncio.Queue[Any]", limit: int) -> list[Any]:
+    """The next item (waiting for one), then as many more as are ready, up to `limit`."""
+    batch = [await queue.get()]
+    while len(batch) < limit and not queue.empty():
+        batch.append(queue.get_nowait())
+    return batch
+
+
 class FindingQueue:
     """Finding and run spans on their way downstream, in batches, until delivered."""
 
@@ -191,10 +199,7 @@ class FindingQueue:
 
     async def _run(self) -> None:
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            await self._deliver(batch)
+            await self._deliver(await take_batch(self._queue, self._batch))
 
     async def _deliver(self, batch: list[Span]) -> None:
         payload = export_request(batch).SerializeToString()

@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..otlp.values import attributes
+from .downstream import take_batch
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -85,9 +86,7 @@ class PhoenixAnnotator:
 
     async def _run(self) -> None:
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            batch = await take_batch(self._queue, self._batch)
             try:
                 sent = await asyncio.to_thread(self._post, batch)
                 self._metrics.inc("phoenix_annotations_total" if sent else "phoenix_annotations_dropped_total", len(batch))
