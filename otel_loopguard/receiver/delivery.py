@@ -22,7 +22,7 @@ import logging
 from collections import deque
 from typing import Optional
 
-from .downstream import RETRY_LATER, SENT, Downstream
+from .downstream import RETRY_LATER, SENT, Downstream, cancel
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -82,9 +82,7 @@ class ForwardQueue:
             return False
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(cancel(task) for task in self._tasks))
 
     async def _consume(self) -> None:
         while True:

@@ -160,6 +160,13 @@ async def take_batch(queue: "asyncio.Queue[Any]", limit: int) -> list[Any]:
     return batch
 
 
+async def cancel(task: Optional["asyncio.Task[Any]"]) -> None:
+    """Stop a worker task and wait until it has."""
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 class FindingQueue:
     """Finding and run spans on their way downstream, in batches, until delivered."""
 
@@ -243,9 +250,4 @@ class FindingQueue:
             return False
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await cancel(self._task)

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..otlp.values import attributes
-from .downstream import take_batch
+from .downstream import cancel, take_batch
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -114,9 +114,4 @@ class PhoenixAnnotator:
             _log.error("shutdown: %d Phoenix trace annotations not sent", self._queue.qsize())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await cancel(self._task)

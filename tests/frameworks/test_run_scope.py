@@ -60,7 +60,10 @@ def test_negative_control_without_a_trace_or_a_scope_one_stop_denies_every_later
     assert "shared by the whole process" in caplog.text and "guard.run" in caplog.text
 
 
-def test_a_scope_inside_one_trace_separates_langchain_invocations(lc: Any) -> None:
+@pytest.mark.parametrize("scoped", [True, False], ids=["scoped", "negative control: no scope"])
+def test_a_scope_inside_one_trace_separates_langchain_invocations(lc: Any, scoped: bool) -> None:
+    import contextlib
+
     from langchain_core.tools import tool
 
     from otel_loopguard.enforce.langchain import LoopGuardMiddleware
@@ -77,36 +80,20 @@ def test_a_scope_inside_one_trace_separates_langchain_invocations(lc: Any) -> No
 
     guard = make_guard(key=KEY)
     middleware = LoopGuardMiddleware(guard)
+
+    def scope(name: str) -> Any:
+        return guard.run(name) if scoped else contextlib.nullcontext()
+
     with lc.provider.get_tracer("scope").start_as_current_span("worker batch"):  # one trace, two tickets
-        with guard.run("ticket-42"):
+        with scope("ticket-42"):
             run_agent(model(repeat("lookup_order", {"order_id": "A12"}, 6) + ["stopped"]), [lookup_order], [middleware])
-        with guard.run("ticket-43"):
+        with scope("ticket-43"):
             out = run_agent(model([[("lookup_order", {"order_id": "B7"})], "B7 delivered"]), [lookup_order], [middleware])
-    assert invoked == ["A12"] * 4 + ["B7"]
-    assert out["messages"][-1].content == "B7 delivered" and "loopguard_stop" not in out
-
-
-def test_negative_control_without_a_scope_one_trace_is_one_langchain_run(lc: Any) -> None:
-    from langchain_core.tools import tool
-
-    from otel_loopguard.enforce.langchain import LoopGuardMiddleware
-
-    from .lc_helpers import model, repeat, run_agent
-
-    invoked: list = []
-
-    @tool
-    def lookup_order(order_id: str) -> dict:
-        """Look up an order's status."""
-        invoked.append(order_id)
-        return {"status": "delivered", "order": order_id}
-
-    guard = make_guard(key=KEY)
-    middleware = LoopGuardMiddleware(guard)
-    with lc.provider.get_tracer("scope").start_as_current_span("worker batch"):
-        run_agent(model(repeat("lookup_order", {"order_id": "A12"}, 6) + ["stopped"]), [lookup_order], [middleware])
-        run_agent(model([[("lookup_order", {"order_id": "B7"})], "B7 delivered"]), [lookup_order], [middleware])
-    assert invoked == ["A12"] * 4  # B7 denied: the trace's run was stopped
+    if scoped:
+        assert invoked == ["A12"] * 4 + ["B7"]
+        assert out["messages"][-1].content == "B7 delivered" and "loopguard_stop" not in out
+    else:
+        assert invoked == ["A12"] * 4  # B7 denied: without a scope the trace's run was stopped
 
 
 @pytest.mark.parametrize("scoped", [True, False])
