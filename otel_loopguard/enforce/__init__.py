@@ -63,8 +63,9 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
     `mode` ("enforce" or "observe"), else OTEL_LOOPGUARD_MODE, else install(mode=...), else
     enforce; asked again at every check (mode.py). `enforce=True|False` is the older spelling
     of an explicit mode."""
-    from ..fingerprint import Fingerprinter, load_key
-    from ..policy import load_policy
+    from ..fingerprint import load_key
+    from ..policy_source import PolicySource
+    from ..processor.config import resolve  # the variables read exactly as install() reads them
 
     if enforce is not None:
         spelled = "enforce" if enforce else "observe"
@@ -73,11 +74,8 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
         mode = spelled
     requested = GuardMode(mode)  # a bad mode stops here, naming the argument
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
-    if policy is None:
-        from ..processor.config import resolve  # the variables read exactly as install() reads them
-
-        policy = resolve({}).policy
-    return ToolGuard(Fingerprinter(digest_key, load_policy(policy)), mode=requested)
+    settings = resolve({"policy": policy})
+    return ToolGuard(PolicySource(digest_key, settings.policy, settings.policy_reload_seconds), mode=requested)
 
 
 def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -> None:

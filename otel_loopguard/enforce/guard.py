@@ -23,6 +23,7 @@ from ..findings import TOOL_LEVEL_KINDS, Finding
 from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
+from ..policy_source import PolicySource
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
 MAX_RUNS = 10_000
@@ -73,10 +74,11 @@ class Decision:
 
 
 class _RunState:
-    __slots__ = ("run", "seq", "stop")
+    __slots__ = ("run", "fp", "seq", "stop")
 
-    def __init__(self, run: Run):
-        self.run = run
+    def __init__(self, fp: Fingerprinter, run_id: str):
+        self.fp = fp  # the policy a run opened under judges it to its end (policy_source.py)
+        self.run = Run(run_id, fp.policy)
         self.seq = 0
         # (kind, reason) of the first run-level stop an enforced tool's call caused. The run's
         # own `stopped` may come from an observe-only tool: that one only says would_block.
@@ -84,8 +86,8 @@ class _RunState:
 
 
 class Guard:
-    def __init__(self, fp: Fingerprinter, enforce: bool = True, *, mode: Optional[GuardMode] = None):
-        self._fp = fp
+    def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None):
+        self._source = PolicySource.of(policy) if isinstance(policy, Fingerprinter) else policy
         # The process's one mode (mode.py), asked at each check; without one, `enforce` decides.
         self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
@@ -93,8 +95,8 @@ class Guard:
 
     @property
     def policy(self) -> Policy:
-        """The policy this guard judges by (its version is stamped on every finding)."""
-        return self._fp.policy
+        """The policy this guard judges new runs by (its version is stamped on every finding)."""
+        return self._source.fingerprinter.policy
 
     @property
     def mode(self) -> str:
@@ -119,10 +121,10 @@ class Guard:
         with self._lock:
             state = self._state(run_id)
             proposed = fingerprint_call(
-                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), self._fp
+                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), state.fp
             )
             verdicts = state.run.preview(proposed)
-            tool_enforced = self._enforced(tool)
+            tool_enforced = _enforced(state, tool)
             stop, stopped_earlier, by_enforced = _pick_stop(verdicts, state.stop)
             # A run stopped only by an observe-only tool: enforce mode would not deny this call
             # (rollout: an observed tool never denies another), so it is a would_block at most.
@@ -154,9 +156,9 @@ class Guard:
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
                           turn=planned.turn, args_digest=planned.action)
             before = state.run.stopped
-            found = state.run.observe(fingerprint_call(raw, self._fp))
+            found = state.run.observe(fingerprint_call(raw, state.fp))
             after = state.run.stopped
-            if after is not None and after is not before and state.stop is None and self._enforced(planned.tool):
+            if after is not None and after is not before and state.stop is None and _enforced(state, planned.tool):
                 state.stop = (after.kind, after.reason)  # this enforced tool's call stopped the run
             return found
 
@@ -168,15 +170,15 @@ class Guard:
             return self._state(run_id).run.observe_model(ModelCall(turn, input_tokens, output_tokens, model))
 
     def _state(self, run_id: str) -> _RunState:
-        return self._runs.get_or_create(run_id, lambda: _RunState(Run(run_id, self._fp.policy)))
+        return self._runs.get_or_create(run_id, lambda: _RunState(self._source.for_new_run(), run_id))
 
-    def _enforced(self, tool: str) -> bool:
-        rule = self._fp.policy.rule(tool)
-        if rule.enforce is not None:
-            return rule.enforce
-        # Read-only tools first; a side-effecting tool only with an idempotency rule.
-        return not rule.side_effect or rule.idempotency_key is not None
 
+def _enforced(state: _RunState, tool: str) -> bool:
+    rule = state.fp.policy.rule(tool)
+    if rule.enforce is not None:
+        return rule.enforce
+    # Read-only tools first; a side-effecting tool only with an idempotency rule.
+    return not rule.side_effect or rule.idempotency_key is not None
 
 
 def _pick_stop(verdicts: list[tuple[str, str, str]], enforced_stop: Optional[tuple[str, str]]

@@ -1,6 +1,6 @@
 """Policy: thresholds and per-tool rules, loaded and validated (pure)."""
 
-from .load import PRESETS, content_version, load_policy, policy_from_mapping
+from .load import PRESETS, check_replacement, content_version, load_policy, policy_from_mapping
 from .model import (
     BUILTIN_VERSION,
     BudgetRule,
@@ -26,6 +26,7 @@ __all__ = [
     "RepeatRule",
     "StreakRule",
     "ToolRule",
+    "check_replacement",
     "content_version",
     "load_policy",
     "policy_from_mapping",

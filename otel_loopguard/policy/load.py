@@ -267,6 +267,18 @@ def preset_path(name: str) -> Optional[Path]:
     return _PRESET_DIR / f"{name}.yaml" if name in PRESETS else None
 
 
+def check_replacement(old: Policy, new: Policy, source: str) -> bool:
+    """Whether `new` (read from `source`) should replace `old`: False when the rules are the
+    same; a PolicyError when they changed but the version did not, since findings would then
+    name one version for two sets of rules."""
+    if new == old:
+        return False
+    if new.version == old.version:
+        raise PolicyError(f"{source}: its rules changed but its version ({old.version}) did not; "
+                          "give it a new version (or remove `version:` to use a content hash)")
+    return True
+
+
 def load_policy(path: Optional[str | os.PathLike[str]]) -> Policy:
     """The built-in policy for None, else the YAML or JSON file at `path`, else (no such
     file) the named preset (`seed-001`)."""

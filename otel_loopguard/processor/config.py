@@ -23,6 +23,7 @@ class ProcessorConfig:
     agent_scopes: bool = False  # a subagent's calls form their own run inside the trace
     queue_size: int = 10_000  # tool/model spans waiting to be tagged; beyond: exported untagged
     max_runs: int = 10_000  # runs whose state is kept in memory (least recent dropped)
+    policy_reload_seconds: float = 2.0  # look at the policy file this often when a run opens (0: never)
 
     def validate(self) -> "ProcessorConfig":
         for name, kind in _KINDS.items():  # install(redact="false") must not mean redact=True
@@ -33,12 +34,14 @@ class ProcessorConfig:
             raise ProcessorConfigError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
         if self.queue_size < 1 or self.max_runs < 1:
             raise ProcessorConfigError("queue_size and max_runs must be >= 1")
+        if self.policy_reload_seconds < 0:
+            raise ProcessorConfigError(f"policy_reload_seconds must be >= 0 (0: never), got {self.policy_reload_seconds!r}")
         return self
 
 
 _KINDS = {"mode": str, "redact": bool, "policy": str, "run_id_attribute": str, "agent_scopes": bool,
-          "queue_size": int, "max_runs": int}
-_KIND_NAMES = {str: "text", bool: "True or False", int: "an integer"}
+          "queue_size": int, "max_runs": int, "policy_reload_seconds": float}
+_KIND_NAMES = {str: "text", bool: "True or False", int: "an integer", float: "a number"}
 
 _ENV = {
     "mode": "OTEL_LOOPGUARD_MODE",
@@ -48,6 +51,7 @@ _ENV = {
     "agent_scopes": "OTEL_LOOPGUARD_AGENT_SCOPES",
     "queue_size": "OTEL_LOOPGUARD_QUEUE_SIZE",
     "max_runs": "OTEL_LOOPGUARD_MAX_RUNS",
+    "policy_reload_seconds": "OTEL_LOOPGUARD_POLICY_RELOAD_SECONDS",
 }
 
 
@@ -61,6 +65,8 @@ def resolve(arguments: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     values.update({k: v for k, v in arguments.items() if v is not None})
     if isinstance(values.get("policy"), os.PathLike):
         values["policy"] = os.fspath(values["policy"])
+    if type(values.get("policy_reload_seconds")) is int:  # 5 means 5.0 here
+        values["policy_reload_seconds"] = float(values["policy_reload_seconds"])
     return replace(ProcessorConfig(), **values).validate()
 
 
@@ -85,4 +91,12 @@ def _convert(name: str, raw: str, var: str) -> Any:
             return int(raw)
         except ValueError:
             raise ProcessorConfigError(f"{var}: expected an integer, got {raw!r}") from None
+    if isinstance(default, float):
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ProcessorConfigError(f"{var}: expected a number of seconds, got {raw!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ProcessorConfigError(f"{var}: expected a finite number of seconds, got {raw!r}")
+        return value
     return raw.strip()

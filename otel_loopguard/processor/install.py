@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from .. import local_receivers
 from ..errors import LoopguardError
-from ..fingerprint import Fingerprinter, load_key
+from ..fingerprint import load_key
 from ..mode import note_installed
-from ..policy import load_policy
+from ..policy_source import PolicySource
 from .config import ProcessorConfig, resolve
 from .span_processor import LoopguardSpanProcessor
 from .tagger import Tagger
@@ -52,7 +52,7 @@ def build_tagger(
 ) -> Tagger:
     config = config or resolve({})
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
-    return Tagger(Fingerprinter(digest_key, load_policy(config.policy)), config)
+    return Tagger(PolicySource(digest_key, config.policy, config.policy_reload_seconds), config)
 
 
 def install(

@@ -33,6 +33,7 @@ from ..detect.run import STOPPED_EARLIER, stops_run
 from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..fingerprint import Fingerprinter, fingerprint_finished
 from ..mode import span_mode
+from ..policy_source import PolicySource
 from .config import ProcessorConfig
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -80,11 +81,12 @@ def interesting(span: ReadableSpan) -> bool:
 
 
 class _RunState:
-    __slots__ = ("run", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
+    __slots__ = ("run", "fp", "seq", "observed", "model_ends", "models_forgotten", "reserved", "budget_findings",
                  "stopped", "stopped_mark", "turn_limit", "capped", "reserved_by", "adopted", "recent", "models", "scopes")
 
-    def __init__(self, run: Run):
-        self.run = run
+    def __init__(self, fp: Fingerprinter, run_id: str):
+        self.fp = fp  # the policy a run opened under judges it to its end (policy_source.py)
+        self.run = Run(run_id, fp.policy)
         self.seq = 0  # the exported loopguard.seq: taken at start when known, else at end
         self.observed = 0  # the order calls reach the detectors in
         self.model_ends: list[int] = []  # end times of the latest model spans, sorted
@@ -124,8 +126,8 @@ class _RunState:
 
 
 class Tagger:
-    def __init__(self, fp: Fingerprinter, config: ProcessorConfig):
-        self._fp = fp
+    def __init__(self, policy: Fingerprinter | PolicySource, config: ProcessorConfig):
+        self._source = PolicySource.of(policy) if isinstance(policy, Fingerprinter) else policy
         self._config = config
         self._runs: BoundedMap[str, _RunState] = BoundedMap(config.max_runs)
         self._lock = threading.Lock()
@@ -135,7 +137,7 @@ class Tagger:
 
     @property
     def key_id(self) -> str:
-        return self._fp.key_id
+        return self._source.fingerprinter.key_id
 
     @property
     def start_keys(self) -> Optional[frozenset[str]]:
@@ -205,9 +207,9 @@ class Tagger:
             state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
-        action = self._fp.action(found.tool, found.arguments).digest
+        action = state.fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
-                conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: self._fp.key_id, conv.MODE: self._mode(run_id)}
+                conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: state.fp.key_id, conv.MODE: self._mode(run_id)}
         if turn is not None:
             tags[conv.TURN] = turn
         return self._copy(span, attrs, tags, [])
@@ -270,7 +272,7 @@ class Tagger:
     def _state(self, run_id: str) -> _RunState:
         state = self._runs.get(run_id)
         if state is None:
-            state = _RunState(Run(run_id, self._fp.policy))
+            state = _RunState(self._source.for_new_run(), run_id)
             self._runs.put(run_id, state)
         return state
 
@@ -341,7 +343,7 @@ class Tagger:
         parent = span.parent
         start = span.start_time
         return fingerprint_finished(  # positional: see fingerprint_finished
-            self._fp,
+            state.fp,
             seq,
             found.tool,
             found.arguments,
@@ -394,7 +396,7 @@ class Tagger:
             conv.SEQ_DENSE: True,  # numbered 1..N per run: a gap is a missing span
             conv.RUN_ID: run_id,
             conv.OUTCOME: "error" if found.error else "ok",
-            conv.KEY_ID: self._fp.key_id,
+            conv.KEY_ID: self.key_id,
             conv.MODE: self._mode(run_id),
         }
         if call.result is not None:

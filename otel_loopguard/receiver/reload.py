@@ -1,8 +1,7 @@
 """Change the policy, the certificates and the tokens of a running receiver, without a restart.
 
-Reloaded on SIGHUP, and when their files change: every `reload_poll_seconds` the modification
-time, size and inode of each file are looked at (a ConfigMap or cert-manager update swaps a
-symlink, which changes the inode). Each part is loaded and checked in full before it
+Reloaded on SIGHUP, and when their files change: every `reload_poll_seconds` the stamp of
+each file is looked at (watched.py). Each part is loaded and checked in full before it
 replaces the one in use; one that fails keeps the running one, logs why (never a token or a
 key) and counts `reload_failures_total`. A certificate and its key written one after the
 other may be seen half-written (a key that does not match yet): refused, then taken at the
@@ -17,19 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Callable, Optional
 
 from ..errors import LoopguardError
 from ..fingerprint import DigestKey, Fingerprinter
-from ..policy import Policy, load_policy
+from ..policy import Policy, check_replacement, load_policy
 from .assembly import RunAssembler
 from .config import ReceiverConfig
 from .metrics import Metrics
+from ..watched import Stamp as FileStamp, file_stamp
 from .security import CertificateStore, Tokens, load_certificates, load_tokens
 
 _log = logging.getLogger("otel_loopguard.receiver")
-Stamp = tuple[Optional[tuple[int, int, int]], ...]
+Stamp = tuple[FileStamp, ...]
 _WHAT = {"policy": "running policy", "tls": "TLS certificates", "tokens": "bearer tokens"}
 
 
@@ -94,13 +93,9 @@ class Reloader:
     def _new_policy(self) -> bool:
         assert self._config.policy
         new, old = load_policy(self._config.policy), self.policy
-        if new == old:
+        if not check_replacement(old, new, self._config.policy):
             _log.info("reload: policy %s unchanged", old.version)
             return False
-        if new.version == old.version:
-            # Findings would name one version for two sets of rules.
-            raise LoopguardError(f"{self._config.policy}: its rules changed but its version ({old.version}) did not; "
-                                 "give it a new version (or remove `version:` to use a content hash)")
         self._assembler.use(Fingerprinter(self._key, new))
         _log.info("policy %s replaces %s: runs opened from now on are judged by it, open runs keep %s",
                   new.version, old.version, old.version)
@@ -125,12 +120,4 @@ class Reloader:
 
 
 def _stamp(paths: tuple[str, ...]) -> Stamp:
-    return tuple(_file_stamp(p) for p in paths)
-
-
-def _file_stamp(path: str) -> Optional[tuple[int, int, int]]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    return tuple(file_stamp(p) for p in paths)
