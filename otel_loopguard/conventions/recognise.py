@@ -15,8 +15,8 @@ from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .handoffs import TO, handoff_arguments, handoff_name
-from .spec import (LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS, HandoffConvention,
-                   ModelConvention, ToolConvention)
+from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+                   TOOL_CONVENTIONS, HandoffConvention, ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
@@ -77,6 +77,19 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
         marker = get(mconv.marker)
         if isinstance(marker, str) and marker in mconv.marker_values:
             return _model(mconv, attributes)
+    return None
+
+
+def agent_of(attributes: Mapping[str, Any]) -> Optional[str]:
+    """The agent an agent-invocation span runs (spec.AGENT_CONVENTIONS), else None. Meant for
+    spans recognise() found neither a call nor a model in: a handoff span may carry the
+    same agent name (its source), and is a call first."""
+    for conv in AGENT_CONVENTIONS:
+        marker = attributes.get(conv.marker)
+        if isinstance(marker, str) and marker in conv.marker_values:
+            agent = _agent(_first(attributes, conv.agent))
+            if agent is not None:
+                return agent
     return None
 
 

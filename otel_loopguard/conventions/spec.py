@@ -139,6 +139,35 @@ HANDOFF_CONVENTIONS = (*MARKED_HANDOFFS, OPENINFERENCE_HANDOFF)
 
 
 @dataclass(frozen=True)
+class AgentConvention:
+    """A span of one agent's invocation, and where the agent's name lives. Read only to give a
+    handoff whose span never names its target (OpenLLMetry) the agent that acts next: the
+    agent of the first agent span that starts after it (conventions/handoffs.py)."""
+
+    name: str
+    marker: str
+    marker_values: frozenset[str]
+    agent: tuple[str, ...]
+
+
+# OpenLLMetry's `<Agent>.agent` spans carry both markers; the GenAI one alone is what the
+# semantic conventions name an agent's invocation (a span without the name is no agent span).
+TRACELOOP_AGENT = AgentConvention(
+    name="traceloop",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"agent"}),
+    agent=("gen_ai.agent.name",),
+)
+GENAI_AGENT = AgentConvention(
+    name="gen_ai",
+    marker="gen_ai.operation.name",
+    marker_values=frozenset({"invoke_agent"}),
+    agent=("gen_ai.agent.name",),
+)
+AGENT_CONVENTIONS = (TRACELOOP_AGENT, GENAI_AGENT)
+
+
+@dataclass(frozen=True)
 class CommandHandoff:
     """A tool whose result is a LangGraph `Command(goto=<node>, graph=Command.PARENT)`: the
     swarm / supervisor handoff tools. Told by the result's opening (a prefix test costs the
