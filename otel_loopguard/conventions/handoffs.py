@@ -46,6 +46,17 @@ def unresolved(call: RawCall) -> bool:
     return call.args_digest is None and target_unknown(call)
 
 
+def node_of_namespace(namespace: Any) -> Optional[str]:
+    """The node a tool's agent runs as in its parent graph, from LangGraph's checkpoint
+    namespace (`outer:<task>|supervisor:<task>|tools:<task>` -> `supervisor`): the node
+    before the tool node. None for a tool node of the top graph (no agent around it)."""
+    if not isinstance(namespace, str):
+        return None
+    parts = namespace.split("|")
+    node = parts[-2].split(":", 1)[0] if len(parts) >= 2 else ""
+    return node or None
+
+
 def resolve_targets(calls: list[Any], agents: Sequence[tuple[int, str]] = ()) -> list[Any]:
     """Calls in sequence order, each unresolved handoff given the agent that acts next as its
     target: the agent of the first agent span (`agents`: (start time, agent) of the run's

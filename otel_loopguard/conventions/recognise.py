@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Union
 from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
-from .handoffs import TO, handoff_arguments, handoff_name
+from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
 from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                    TOOL_CONVENTIONS, HandoffConvention, ModelConvention, ToolConvention)
 
@@ -154,7 +154,8 @@ def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: b
     target = command.get("goto") if isinstance(command, dict) else None
     if not isinstance(target, str) or not target:
         return None
-    source = _agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+    source = (_agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+              or node_of_namespace(_first(attributes, LANGGRAPH_HANDOFF.namespace)))
     tagged = attributes.get(TOOL_NAME)
     return ToolSpan(
         convention="langgraph",
@@ -167,15 +168,18 @@ def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: b
 
 
 def _metadata_agent(attributes: Mapping[str, Any]) -> Optional[str]:
+    """The source agent from the metadata JSON: `lc_agent_name`, else the node before the tool
+    node in the checkpoint namespace."""
     for key in LANGGRAPH_HANDOFF.source_in_metadata:
         text = attributes.get(key)
-        if type(text) is str and LANGGRAPH_HANDOFF.metadata_key in text:
+        if type(text) is str and (LANGGRAPH_HANDOFF.metadata_key in text or LANGGRAPH_HANDOFF.namespace_key in text):
             try:
                 meta = json.loads(text)
             except ValueError:
                 continue
             if isinstance(meta, dict):
-                return _agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+                return (_agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+                        or node_of_namespace(meta.get(LANGGRAPH_HANDOFF.namespace_key)))
     return None
 
 

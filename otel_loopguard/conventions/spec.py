@@ -172,12 +172,17 @@ class CommandHandoff:
     """A tool whose result is a LangGraph `Command(goto=<node>, graph=Command.PARENT)`: the
     swarm / supervisor handoff tools. Told by the result's opening (a prefix test costs the
     same whatever the result's size), the target in `goto`; the source agent is LangChain's
-    `lc_agent_name`, in the metadata the instrumentation copies onto the span."""
+    `lc_agent_name`, in the metadata the instrumentation copies onto the span, else (an agent
+    built without it: langgraph-supervisor's supervisor is a `create_react_agent`) the node
+    the agent runs as in the parent graph, from LangGraph's checkpoint namespace
+    (`supervisor:<task>|tools:<task>`: the node before the tool node)."""
 
     result_prefixes: tuple[str, ...]
     source: tuple[str, ...]  # attributes holding the agent name itself
     source_in_metadata: tuple[str, ...]  # JSON objects holding it under `metadata_key`
     metadata_key: str
+    namespace: tuple[str, ...]  # attributes holding the checkpoint namespace
+    namespace_key: str  # ... and its key in the metadata JSON
 
 
 LANGGRAPH_HANDOFF = CommandHandoff(
@@ -185,4 +190,6 @@ LANGGRAPH_HANDOFF = CommandHandoff(
     source=("traceloop.association.properties.lc_agent_name",),
     source_in_metadata=("metadata",),
     metadata_key="lc_agent_name",
+    namespace=("traceloop.association.properties.langgraph_checkpoint_ns",),
+    namespace_key="langgraph_checkpoint_ns",
 )

@@ -69,7 +69,8 @@ from opentelemetry import trace
 
 from .. import record_termination
 from ..bounded import BoundedMap
-from ..conventions.handoffs import TO, handoff_arguments, handoff_name
+from ..conventions.handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
+from ..conventions.spec import LANGGRAPH_HANDOFF
 from .decorator import nudge, record_decision, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
@@ -287,10 +288,13 @@ _UNASKED = Decision(action="allow", kind=None, reason="", message="", enforced=F
 
 
 def _source_agent(request: ToolCallRequest) -> Optional[str]:
-    """The agent whose tool this is: the `name` given to `create_agent` (`lc_agent_name`)."""
+    """The agent whose tool this is: the `name` given to `create_agent` (`lc_agent_name`), else
+    the node it runs as in the parent graph, as the conventions read the tool's span."""
     config = getattr(request.runtime, "config", None)
     metadata = config.get("metadata") if isinstance(config, dict) else None
-    name = metadata.get("lc_agent_name") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    name = metadata.get(LANGGRAPH_HANDOFF.metadata_key) or node_of_namespace(metadata.get(LANGGRAPH_HANDOFF.namespace_key))
     return str(name) if name else None
 
 

@@ -48,7 +48,7 @@ _TAGGED_PLAN = _plan(*_CALL_KEYS)
 _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
 # A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
 # for a tool span whose result is a Command to the parent graph (metadata can be long).
-_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata)
+_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
 _RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}

@@ -385,3 +385,62 @@ def test_the_audit_leaves_out_a_waiting_handoff_from_a_numbered_run_as_the_recei
                           capture_output=True, text=True, env={"OTEL_LOOPGUARD_KEY": KEY, "PATH": ""}, timeout=60)
     outcome = json.loads(done.stdout)["runs"][0]["outcome"]
     assert outcome == ("integrity_error" if with_target else "scored")
+
+
+LG_SUPERVISOR = ("handoff(supervisor -> billing)", "handoff(supervisor -> shipping)", "handoff(supervisor -> refund)")
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_a_langgraph_supervisors_handoffs_name_the_supervisor(combo: str) -> None:
+    """langgraph-supervisor's supervisor is a `create_react_agent`, which sets no
+    `lc_agent_name`: the source is the node it runs as, from LangGraph's checkpoint namespace."""
+    assert _audit_tools(_spans(f"{combo}__handoff_supervisor")) == list(LG_SUPERVISOR)
+    assert _audit_tools(_spans(f"{combo}__handoff_bounce")) == list(LG_SUPERVISOR[:2]) * 3
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_a_langgraph_supervisor_routing_to_three_workers_raises_nothing(
+        combo: str, tmp_path: Path, sink: Sink, receiver: ReceiverThread) -> None:
+    """Negative control (a real langgraph-supervisor run): billing, shipping, refund, each
+    worker answering and going back by the graph's edge: three handoffs, nothing at warn or
+    above, in the audit and the receiver."""
+    spans = _spans(f"{combo}__handoff_supervisor")
+    run = _audit(tmp_path, spans)
+    assert run["outcome"] == "scored" and run["score"]["tool_calls"] == 3
+    assert _loud(run["findings"]) == []
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(spans), timeout=10)
+    summary = wait_for(lambda: sink.runs(), what="the run summary")[0]
+    assert attr(summary, "loopguard.score.tool_calls") == 3
+    assert not [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_mutation_the_same_supervisor_bouncing_between_two_workers_stops_at_the_sixth_handoff(
+        combo: str, tmp_path: Path, sink: Sink, receiver: ReceiverThread) -> None:
+    """The control's twin: the supervisor sends the run to billing, shipping, billing, ...
+    (6 handoffs): a cycle that stops at the 6th, naming the supervisor and both workers."""
+    spans = _spans(f"{combo}__handoff_bounce")
+    run = _audit(tmp_path, spans)
+    assert next(f for f in run["findings"] if f["kind"] == "cycle" and f["severity"] == "stop")["last_seq"] == 6
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(spans), timeout=10)
+    wait_for(lambda: sink.runs(), what="the run summary")
+    stop = next(f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop")
+    assert attr(stop, "loopguard.finding.last_seq") == 6
+    assert all(p in attr(stop, "loopguard.finding.reason") for p in LG_SUPERVISOR[:2])
+
+
+@pytest.mark.parametrize("namespace, node", [
+    ("supervisor:5c12|tools:e560", "supervisor"),
+    ("outer:1|billing:2|tools:3", "billing"),
+    ("tools:e560", None),  # a tool node of the top graph: no agent around it
+    ("", None),
+    (None, None),
+])
+def test_the_source_node_is_the_one_before_the_tool_node(namespace: Any, node: Any) -> None:
+    from otel_loopguard.conventions.handoffs import node_of_namespace
+
+    assert node_of_namespace(namespace) == node
