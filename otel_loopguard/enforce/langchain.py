@@ -40,7 +40,9 @@ current LangChain run as OpenInference reports it (the `tools` task span).
 
 Runs: the trace of that span, like the processor; without one, the `run_id` of the
 LangGraph invocation; else the invocation itself (an id the middleware's `before_agent`
-keeps in the agent state), so a stop never outlives the invocation; else (the middleware
+keeps in the agent state), so a stop never outlives the invocation (a handoff: the user's
+message that started the graph's invocation, since each agent's invocation is its own and
+would hide a ping-pong between them); else (the middleware
 used outside `create_agent`) the `thread_id`, or the shared run "local". Pass `run_id=` to
 choose yourself. Decisions: tool calls requested by one model message are
 siblings (one turn), so parallel identical calls are not counted as repeats.
@@ -253,14 +255,14 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         run = getattr(info, "run_id", None)
         if run:
             return f"langgraph:run_id:{run}"
-        # No trace and no run id: the invocation is the run. A run stopped once stays stopped,
-        # so a longer-lived key (the thread, or one shared "local" run) would deny every later
-        # turn of the conversation, or every call of the process.
         # A handoff belongs to the graph around the agents, which has no id of its own here:
         # the user's message that started this invocation of it (agents add none) stands in.
         asked = _last_human_message(request) if handoff else None
         if asked:
             return f"langgraph:request:{asked}"
+        # No trace and no run id: the invocation is the run. A run stopped once stays stopped,
+        # so a longer-lived key (the thread, or one shared "local" run) would deny every later
+        # turn of the conversation, or every call of the process.
         invocation = _invocation(request.state)
         if invocation:
             return f"langgraph:invocation:{invocation}"
