@@ -14,9 +14,9 @@ from typing import Any, Mapping, Optional, Union
 from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
-from .handoffs import TO, handoff_arguments, handoff_name
-from .spec import (LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS, HandoffConvention,
-                   ModelConvention, ToolConvention)
+from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
+from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+                   TOOL_CONVENTIONS, HandoffConvention, ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
@@ -77,6 +77,19 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
         marker = get(mconv.marker)
         if isinstance(marker, str) and marker in mconv.marker_values:
             return _model(mconv, attributes)
+    return None
+
+
+def agent_of(attributes: Mapping[str, Any]) -> Optional[str]:
+    """The agent an agent-invocation span runs (spec.AGENT_CONVENTIONS), else None. Meant for
+    spans recognise() found neither a call nor a model in: a handoff span may carry the
+    same agent name (its source), and is a call first."""
+    for conv in AGENT_CONVENTIONS:
+        marker = attributes.get(conv.marker)
+        if isinstance(marker, str) and marker in conv.marker_values:
+            agent = _agent(_first(attributes, conv.agent))
+            if agent is not None:
+                return agent
     return None
 
 
@@ -141,7 +154,8 @@ def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: b
     target = command.get("goto") if isinstance(command, dict) else None
     if not isinstance(target, str) or not target:
         return None
-    source = _agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+    source = (_agent(_first(attributes, LANGGRAPH_HANDOFF.source)) or _metadata_agent(attributes)
+              or node_of_namespace(_first(attributes, LANGGRAPH_HANDOFF.namespace)))
     tagged = attributes.get(TOOL_NAME)
     return ToolSpan(
         convention="langgraph",
@@ -154,15 +168,18 @@ def _command_handoff(attributes: Mapping[str, Any], result: str, status_error: b
 
 
 def _metadata_agent(attributes: Mapping[str, Any]) -> Optional[str]:
+    """The source agent from the metadata JSON: `lc_agent_name`, else the node before the tool
+    node in the checkpoint namespace."""
     for key in LANGGRAPH_HANDOFF.source_in_metadata:
         text = attributes.get(key)
-        if type(text) is str and LANGGRAPH_HANDOFF.metadata_key in text:
+        if type(text) is str and (LANGGRAPH_HANDOFF.metadata_key in text or LANGGRAPH_HANDOFF.namespace_key in text):
             try:
                 meta = json.loads(text)
             except ValueError:
                 continue
             if isinstance(meta, dict):
-                return _agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+                return (_agent(meta.get(LANGGRAPH_HANDOFF.metadata_key))
+                        or node_of_namespace(meta.get(LANGGRAPH_HANDOFF.namespace_key)))
     return None
 
 

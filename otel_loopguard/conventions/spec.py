@@ -139,16 +139,50 @@ HANDOFF_CONVENTIONS = (*MARKED_HANDOFFS, OPENINFERENCE_HANDOFF)
 
 
 @dataclass(frozen=True)
+class AgentConvention:
+    """A span of one agent's invocation, and where the agent's name lives. Read only to give a
+    handoff whose span never names its target (OpenLLMetry) the agent that acts next: the
+    agent of the first agent span that starts after it (conventions/handoffs.py)."""
+
+    name: str
+    marker: str
+    marker_values: frozenset[str]
+    agent: tuple[str, ...]
+
+
+# OpenLLMetry's `<Agent>.agent` spans carry both markers; the GenAI one alone is what the
+# semantic conventions name an agent's invocation (a span without the name is no agent span).
+TRACELOOP_AGENT = AgentConvention(
+    name="traceloop",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"agent"}),
+    agent=("gen_ai.agent.name",),
+)
+GENAI_AGENT = AgentConvention(
+    name="gen_ai",
+    marker="gen_ai.operation.name",
+    marker_values=frozenset({"invoke_agent"}),
+    agent=("gen_ai.agent.name",),
+)
+AGENT_CONVENTIONS = (TRACELOOP_AGENT, GENAI_AGENT)
+
+
+@dataclass(frozen=True)
 class CommandHandoff:
     """A tool whose result is a LangGraph `Command(goto=<node>, graph=Command.PARENT)`: the
     swarm / supervisor handoff tools. Told by the result's opening (a prefix test costs the
     same whatever the result's size), the target in `goto`; the source agent is LangChain's
-    `lc_agent_name`, in the metadata the instrumentation copies onto the span."""
+    `lc_agent_name`, in the metadata the instrumentation copies onto the span, else (an agent
+    built without it: langgraph-supervisor's supervisor is a `create_react_agent`) the node
+    the agent runs as in the parent graph, from LangGraph's checkpoint namespace
+    (`supervisor:<task>|tools:<task>`: the node before the tool node)."""
 
     result_prefixes: tuple[str, ...]
     source: tuple[str, ...]  # attributes holding the agent name itself
     source_in_metadata: tuple[str, ...]  # JSON objects holding it under `metadata_key`
     metadata_key: str
+    namespace: tuple[str, ...]  # attributes holding the checkpoint namespace
+    namespace_key: str  # ... and its key in the metadata JSON
 
 
 LANGGRAPH_HANDOFF = CommandHandoff(
@@ -156,4 +190,6 @@ LANGGRAPH_HANDOFF = CommandHandoff(
     source=("traceloop.association.properties.lc_agent_name",),
     source_in_metadata=("metadata",),
     metadata_key="lc_agent_name",
+    namespace=("traceloop.association.properties.langgraph_checkpoint_ns",),
+    namespace_key="langgraph_checkpoint_ns",
 )

@@ -18,6 +18,16 @@ runs it. The middleware asks the guard first:
 - after a real call, the guard records the ToolMessage's content, failed when its
   status is "error" or the handler raised.
 
+Handoffs between agents (LangGraph swarm / supervisor tools that return
+`Command(goto=<agent>, graph=Command.PARENT)`) are judged as the action
+`handoff(<from> -> <to>)`, the source being the agent's `name` (LangChain's
+`lc_agent_name`), as the processor, the receiver and the audit read their spans. When
+the tool declares its destination (`__handoff_destination` in its metadata, as
+langgraph-swarm's and langgraph-supervisor's handoff tools do) the guard is asked before
+the tool runs; otherwise the tool runs (it only builds the Command) and the guard is
+asked before the Command is handed to the graph. Denied, the handoff is not dispatched:
+the model gets the error ToolMessage and the run stays with the agent that asked.
+
 Once the guard stopped the run (docs/guard.md, "Wrap-up"), the next model request goes
 out with no tools and the wrap-up instruction last (`wrap_model_call`): the model answers,
 the agent ends on that answer, and `after_agent` records `loop_guard` and puts
@@ -30,7 +40,9 @@ current LangChain run as OpenInference reports it (the `tools` task span).
 
 Runs: the trace of that span, like the processor; without one, the `run_id` of the
 LangGraph invocation; else the invocation itself (an id the middleware's `before_agent`
-keeps in the agent state), so a stop never outlives the invocation; else (the middleware
+keeps in the agent state), so a stop never outlives the invocation (a handoff: the user's
+message that started the graph's invocation, since each agent's invocation is its own and
+would hide a ping-pong between them); else (the middleware
 used outside `create_agent`) the `thread_id`, or the shared run "local". Pass `run_id=` to
 choose yourself. Decisions: tool calls requested by one model message are
 siblings (one turn), so parallel identical calls are not counted as repeats.
@@ -59,12 +71,17 @@ from opentelemetry import trace
 
 from .. import record_termination
 from ..bounded import BoundedMap
+from ..conventions.handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
+from ..conventions.spec import LANGGRAPH_HANDOFF
 from .decorator import nudge, record_decision, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 
 ToolResult = Union[ToolMessage, Command, Any]
 RunIdFn = Callable[[ToolCallRequest], Optional[str]]
 _INVOCATION = "loopguard_invocation"
+# What langgraph-swarm's and langgraph-supervisor's `create_handoff_tool` put in the tool's
+# metadata: the agent it hands the run to.
+HANDOFF_DESTINATION = "__handoff_destination"
 
 
 class LoopGuardState(AgentState):  # type: ignore[type-arg]
@@ -135,62 +152,95 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolResult],
     ) -> ToolResult:
-        decision, run_id = self._before(request)
-        if decision.denied:
-            return _denied(request, decision)
+        ask = self._before(request)
+        if ask.decision.denied:
+            return _denied(request, ask.decision)
         try:
             result = handler(request)
         except GraphBubbleUp:
             raise  # an interrupt, not a finished call: it is checked again on resume
         except Exception as exc:
-            self.guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+            self.guard.record(ask.decision, f"{type(exc).__name__}: {exc}", False, run_id=ask.run_id)
             raise
-        return self._after(request, decision, run_id, result)
+        return self._after(request, ask, result)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
-        decision, run_id = self._before(request)
-        if decision.denied:
-            return _denied(request, decision)
+        ask = self._before(request)
+        if ask.decision.denied:
+            return _denied(request, ask.decision)
         try:
             result = await handler(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            self.guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
+            self.guard.record(ask.decision, f"{type(exc).__name__}: {exc}", False, run_id=ask.run_id)
             raise
-        return self._after(request, decision, run_id, result)
+        return self._after(request, ask, result)
 
     # -- the guard -----------------------------------------------------------------------
-    def _before(self, request: ToolCallRequest) -> tuple[Decision, str]:
+    def _before(self, request: ToolCallRequest) -> "_Ask":
         call = request.tool_call
-        tool = str(call.get("name") or "")
         span = _decision_span()
         run_id = self._run_id(request, span)
         invocation = _invocation(request.state)
         if invocation:
             self._invocation_runs.put(invocation, run_id)
-        turn = self._turns.turn(run_id, _requesting_message(request))
-        decision = self.guard.check(tool, dict(call.get("args") or {}), run_id=run_id, turn=turn)
-        record_decision(decision, tool, span)
-        return decision, run_id
+        ask = _Ask(request, run_id, self._turns.turn(run_id, _requesting_message(request)), span)
+        target = _declared_destination(request)
+        if target is not None:
+            return self._ask_handoff(ask, target)
+        tool = str(call.get("name") or "")
+        ask.decision = self.guard.check(tool, dict(call.get("args") or {}), run_id=run_id, turn=ask.turn)
+        record_decision(ask.decision, tool, span)
+        return ask
 
-    def _after(self, request: ToolCallRequest, decision: Decision, run_id: str, result: ToolResult) -> ToolResult:
+    def _ask_handoff(self, ask: "_Ask", target: str) -> "_Ask":
+        """The guard asked about the handoff (source -> target) instead of the tool's name, in
+        the run around the agents (an agent's own invocation would hide a ping-pong)."""
+        request = ask.request
+        run_id = self._run_id(request, ask.span, handoff=True)
+        if run_id != ask.run_id:
+            ask.run_id, ask.turn = run_id, self._turns.turn(run_id, _requesting_message(request))
+            invocation = _invocation(request.state)
+            if invocation:  # the wrap-up follows the run this invocation's last call was judged in
+                self._invocation_runs.put(invocation, run_id)
+        name = handoff_name(ask.source, target)
+        ask.decision = self.guard.check(name, handoff_arguments(ask.source, target), run_id=ask.run_id, turn=ask.turn)
+        ask.target = target
+        record_decision(ask.decision, name, ask.span)
+        return ask
+
+    def _after(self, request: ToolCallRequest, ask: "_Ask", result: ToolResult) -> ToolResult:
+        if ask.target is None:
+            target = _parent_goto(result)
+            if target is not None:
+                # A handoff told only by the Command it returned: judged as one now, before the
+                # graph dispatches it. The tool's own check is dropped unrecorded (it only
+                # built the Command), so the run counts one call for the handoff.
+                ask = self._ask_handoff(ask, target)
+                if ask.decision.denied:
+                    return _denied(request, ask.decision)
+        decision, run_id = ask.decision, ask.run_id
         message = _tool_message(result, request.tool_call.get("id"))
-        if message is None:
+        if ask.target is not None:
+            # A handoff's result is its target, as the conventions read its span.
+            self.guard.record(decision, {TO: ask.target}, message is None or message.status != "error", run_id=run_id)
+        elif message is None:
             # A Command without a ToolMessage for this call: it ran, its update is the result.
             update = getattr(result, "update", None)
             self.guard.record(decision, update if update is not None else repr(result), True, run_id=run_id)
             return result
-        self.guard.record(decision, message.content, message.status != "error", run_id=run_id)
-        if decision.action != WARN or not decision.enforced:
+        else:
+            self.guard.record(decision, message.content, message.status != "error", run_id=run_id)
+        if message is None or decision.action != WARN or not decision.enforced:
             return result  # an observe-only tool never changes what the model reads
         return _replace_message(result, message, _nudged(message, decision.message))
 
-    def _run_id(self, request: ToolCallRequest, span: trace.Span) -> str:
+    def _run_id(self, request: ToolCallRequest, span: trace.Span, handoff: bool = False) -> str:
         if self._run_id_fn is not None:
             chosen = self._run_id_fn(request)
             if chosen:
@@ -205,6 +255,11 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         run = getattr(info, "run_id", None)
         if run:
             return f"langgraph:run_id:{run}"
+        # A handoff belongs to the graph around the agents, which has no id of its own here:
+        # the user's message that started this invocation of it (agents add none) stands in.
+        asked = _last_human_message(request) if handoff else None
+        if asked:
+            return f"langgraph:request:{asked}"
         # No trace and no run id: the invocation is the run. A run stopped once stays stopped,
         # so a longer-lived key (the thread, or one shared "local" run) would deny every later
         # turn of the conversation, or every call of the process.
@@ -213,6 +268,61 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return f"langgraph:invocation:{invocation}"
         thread = getattr(info, "thread_id", None)
         return f"langgraph:thread_id:{thread}" if thread else "local"
+
+
+class _Ask:
+    """One tool call's question to the guard: its run and turn, the span decisions go on,
+    the agent asking, and (a handoff) the agent it hands the run to."""
+
+    __slots__ = ("request", "run_id", "turn", "span", "source", "target", "decision")
+
+    def __init__(self, request: ToolCallRequest, run_id: str, turn: Optional[int], span: trace.Span):
+        self.request = request
+        self.run_id = run_id
+        self.turn = turn
+        self.span = span
+        self.source = _source_agent(request)
+        self.target: Optional[str] = None
+        self.decision: Decision = _UNASKED
+
+
+_UNASKED = Decision(action="allow", kind=None, reason="", message="", enforced=False, ticket=None)
+
+
+def _source_agent(request: ToolCallRequest) -> Optional[str]:
+    """The agent whose tool this is: the `name` given to `create_agent` (`lc_agent_name`), else
+    the node it runs as in the parent graph, as the conventions read the tool's span."""
+    config = getattr(request.runtime, "config", None)
+    metadata = config.get("metadata") if isinstance(config, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    name = metadata.get(LANGGRAPH_HANDOFF.metadata_key) or node_of_namespace(metadata.get(LANGGRAPH_HANDOFF.namespace_key))
+    return str(name) if name else None
+
+
+def _last_human_message(request: ToolCallRequest) -> Optional[str]:
+    state = request.state
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    for message in reversed(messages or ()):
+        if isinstance(message, HumanMessage):
+            return str(message.id) if message.id else None
+    return None
+
+
+def _declared_destination(request: ToolCallRequest) -> Optional[str]:
+    metadata = getattr(request.tool, "metadata", None)
+    target = metadata.get(HANDOFF_DESTINATION) if isinstance(metadata, dict) else None
+    return str(target) if target else None
+
+
+def _parent_goto(result: ToolResult) -> Optional[str]:
+    """The agent a `Command(goto=<agent>, graph=Command.PARENT)` hands the run to, else None."""
+    if not isinstance(result, Command) or result.graph != Command.PARENT:
+        return None
+    goto = result.goto
+    if isinstance(goto, (list, tuple)) and len(goto) == 1:
+        goto = goto[0]
+    return goto if isinstance(goto, str) and goto else None
 
 
 class _TurnCounter:

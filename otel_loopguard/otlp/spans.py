@@ -17,6 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
+from ..conventions.recognise import agent_of
 from ..conventions import attributes as conv
 from ..conventions.handoffs import resolve_targets, unresolved
 from .order import order_calls
@@ -41,6 +42,7 @@ class SpanCollector:
         self._models: dict[str, list[_Model]] = {}
         self._facts: dict[str, RunFacts] = {}
         self._guards: dict[str, list[GuardEvent]] = {}
+        self._agents: dict[str, list[tuple[int, str]]] = {}  # agent spans: (start, agent), for handoffs' targets
         self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
 
     def add(self, request: ExportTraceServiceRequest) -> None:
@@ -61,6 +63,10 @@ class SpanCollector:
         elif isinstance(found, ModelSpan):
             model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
             self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
+        else:
+            agent = agent_of(attrs)
+            if agent is not None:
+                self._agents.setdefault(run_id, []).append((span.start_time_unix_nano, agent))
 
     def _note_guards(self, run_id: str, span: Span) -> None:
         for event in span.events:
@@ -92,7 +98,9 @@ class SpanCollector:
         for run_id in dict.fromkeys([*self._tools, *self._models, *self._guards]):
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
-            calls = resolve_targets(order_calls(_placeable(self._tools.get(run_id, [])), [m.end_ns for m in models]))
+            agents = sorted(self._agents.get(run_id, []))
+            calls = resolve_targets(order_calls(_placeable(self._tools.get(run_id, [])), [m.end_ns for m in models]),
+                                    agents)
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
 

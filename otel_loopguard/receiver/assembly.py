@@ -97,6 +97,8 @@ class RunAssembler:
             found = buffer.add_call(d.call, now)
         elif d.model is not None:
             found = buffer.add_model(d.model, now)
+        elif d.agent is not None:
+            buffer.add_agent(d.start, d.agent, now)
         if d.facts:
             buffer.note_facts(d.facts)
         if d.guards:

@@ -16,9 +16,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..calls import GuardEvent, ModelCall, RawCall
 from ..conventions import ModelSpan, ToolSpan, recognise
-from ..conventions.recognise import TOOL_NAME_FALLBACKS
+from ..conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ..conventions import attributes as conv
-from ..conventions.spec import LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
+from ..conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+                                TOOL_CONVENTIONS)
 from ..findings.otlp import is_own_span
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
@@ -27,7 +28,8 @@ from ..otlp.values import any_value, attributes
 
 _log = logging.getLogger("otel_loopguard.receiver")
 _RUN_KEYS = (conv.RUN_ID, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
-_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED_HANDOFFS, *MODEL_CONVENTIONS)))
+_MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED_HANDOFFS, *MODEL_CONVENTIONS,
+                                                      *AGENT_CONVENTIONS)))
 # What recognise() and raw_call() read, per convention: no other attribute is decoded, so a
 # span's cost does not grow with its attribute count (LLM spans carry hundreds). Every plan
 # holds all markers and the tagged-tool name, so recognise() makes the same choice on the
@@ -46,17 +48,19 @@ _TAGGED_PLAN = _plan(*_CALL_KEYS)
 _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
 # A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
 # for a tool span whose result is a Command to the parent graph (metadata can be long).
-_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata)
+_LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
 _RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
+_AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
     """marker key -> {marker value -> (rank, plan)}. The rank is recognise()'s precedence:
     tool conventions in order, then handoffs with a marker of their own, then a tagged tool,
-    then model conventions in order. (An OpenInference handoff is a TOOL span: its tool plan
-    reads input.value and output.value, the agents.)"""
+    then model conventions in order, then agent spans (recognise() finds nothing in them:
+    agent_of() is asked). (An OpenInference handoff is a TOOL span: its tool plan reads
+    input.value and output.value, the agents.)"""
     out: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
     for rank, c in enumerate(TOOL_CONVENTIONS):
         out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, (rank, _TOOL_PLANS[c.name])))
@@ -64,6 +68,9 @@ def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]],
         out.setdefault(h.marker, {}).update(dict.fromkeys(h.marker_values, (rank, _HANDOFF_PLANS[h.name])))
     for rank, m in enumerate(MODEL_CONVENTIONS, start=_TAGGED_RANK + 1):
         out.setdefault(m.marker, {}).update(dict.fromkeys(m.marker_values, (rank, _MODEL_PLANS[m.name])))
+    for rank, a in enumerate(AGENT_CONVENTIONS, start=_TAGGED_RANK + 1 + len(MODEL_CONVENTIONS)):
+        for value in a.marker_values:
+            out.setdefault(a.marker, {}).setdefault(value, (rank, _AGENT_PLANS[a.name]))
     return tuple(out.items())
 
 
@@ -101,6 +108,7 @@ class Decoded:
     model: Optional[ModelCall] = None
     facts: Optional[dict[str, Any]] = None
     guards: Optional[list[GuardEvent]] = None
+    agent: Optional[str] = None  # an agent span's agent: a waiting handoff's target
 
 
 @dataclass
@@ -143,7 +151,7 @@ def _unreadable(d: Decoded, span: Any) -> None:
     with, which no encoder changes."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
     d.content = hash((d.start, d.end, d.parent, span.name, status_code(span), len(span.attributes)))
-    d.run_id = d.call = d.model = d.facts = d.guards = None
+    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = None
 
 
 class _RawSpans:
@@ -267,8 +275,10 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
-    if found is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
-        return
+    if found is None:
+        d.agent = agent_of(values)
+        if d.agent is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
+            return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
         d.call = raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent), d.start, d.end, values, found)

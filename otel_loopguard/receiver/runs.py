@@ -30,6 +30,7 @@ MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, 
 MAX_SKIPPED_RANGES = 1000
 MAX_GUARD_EVENTS = 100
 MAX_STARTS = 100_000
+MAX_AGENT_SPANS = 4096  # the latest agent spans of a run: waiting handoffs' targets
 RECENT_CALLS = 1024
 RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
@@ -62,6 +63,7 @@ class RunBuffer:
         # RawCall: a handoff held until its target is known (add_call)
         self.untagged: list[tuple[Union[ToolCall, RawCall], _Held]] = []
         self.untagged_models: list[ModelCall] = []
+        self.agents: list[tuple[int, str]] = []  # (start, agent) of agent spans, sorted (bounded)
         self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
         # Only arguments that reached the receiver unredacted (so the backend holds them already),
         # cut short: a finding shows what was repeated without copying a payload.
@@ -165,6 +167,15 @@ class RunBuffer:
             self.untagged_models.append(numbered)  # turns are derived at completion
             return []
         return self._keep(self.run.observe_model(numbered))
+
+    def add_agent(self, start_ns: int, agent: str, now: float) -> None:
+        """An agent span: the agent that acts after a handoff that started before it, for a
+        handoff whose span never names its target (conventions/handoffs.py). Past the bound the
+        earliest are forgotten: a handoff that early falls back to the next handoff's source."""
+        self.last_activity = now
+        bisect.insort(self.agents, (start_ns, agent))
+        if len(self.agents) > MAX_AGENT_SPANS:
+            del self.agents[0]
 
     def note_guards(self, events: list[GuardEvent]) -> None:
         room = MAX_GUARD_EVENTS - len(self.guard_events)
@@ -276,7 +287,7 @@ class RunBuffer:
         """The held calls in sequence order after those judged at earlier turns, fingerprinted;
         unless `final`, up to the first handoff still waiting for its target."""
         ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
-        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends))
+        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends), self.agents)
         if not final:
             waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
             ordered = ordered[:waiting]

@@ -46,5 +46,9 @@ for s in pingpong single; do
   run $PY lg_handoff_run.py --instr openinference --scenario $s
   run $PY lg_handoff_run.py --instr traceloop     --scenario $s
 done
+for s in supervisor bounce; do
+  run $PY lg_supervisor_run.py --instr openinference --scenario $s
+  run $PY lg_supervisor_run.py --instr traceloop     --scenario $s
+done
 end=$(date +%s.%N)
 echo "total wall: $(echo "$end - $start" | bc) s"

@@ -5,7 +5,7 @@ tools, no network) under otel_loopguard.install() and an OTel bridge. Where the 
 the target when it ends (OpenInference), the processor numbers each handoff, digests the
 action (handoff, from, to) and judges the run; OpenLLMetry's handoff span never names its
 target, so the processor leaves it to the receiver and the audit (which take it from the
-next handoff) and must not count it as a call.
+agent span that follows) and must not count it as a call.
 """
 
 from __future__ import annotations

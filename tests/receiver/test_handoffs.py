@@ -18,10 +18,17 @@ from typing import Any, Iterator
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from otel_loopguard.conventions import ToolSpan, recognise
-from otel_loopguard.otlp.spans import span_call
+from otel_loopguard.conventions.recognise import agent_of
+from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.otlp.spans import SpanCollector, span_call
 from otel_loopguard.otlp.values import attributes
+from otel_loopguard.policy import policy_from_mapping
+from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.decode import decode
+from otel_loopguard.receiver.metrics import Metrics
 
 from .harness import RUN, ReceiverThread, Sink, attr, export_stub, findings_of, make_config, request_of, wait_for
 from .test_decode import _request, _span
@@ -84,6 +91,7 @@ def test_the_receivers_reduced_decode_reads_handoffs_as_the_full_parse_does(name
         found = recognise(attrs, span.status.code == Status.STATUS_CODE_ERROR, span.name)
         full = span_call(span, attrs, found) if isinstance(found, ToolSpan) else None
         assert d.call == full, span.name
+        assert d.agent == (agent_of(attrs) if found is None else None), span.name
         calls += full is not None
     assert calls  # every capture has a handoff
 
@@ -114,6 +122,60 @@ def test_mutation_without_the_third_handoff_nothing_stops_by_the_sixth(combo: st
     run = _audit(tmp_path, _spans(f"{combo}__handoff_pingpong", drop=2))
     assert run["score"]["tool_calls"] == 7
     assert not [f for f in run["findings"] if f["severity"] == "stop" and f["last_seq"] <= 6]
+
+
+def _audit_tools(spans: list[Span]) -> list[str]:
+    """The tools of the run's calls as the audit reads them (otlp/spans.py)."""
+    collector = SpanCollector()
+    collector.add(ExportTraceServiceRequest.FromString(_request(spans)))
+    (run,) = collector.runs()
+    return [c.tool for c in run[1]]
+
+
+def _receiver_tools(spans: list[Span]) -> tuple[list[str], list[Span]]:
+    """The tools of the calls the receiver's assembly judged (decode -> runs), in sequence
+    order, and the finding and run spans it wrote."""
+    fp = Fingerprinter(load_key(key=KEY), policy_from_mapping({}))
+    assembler = RunAssembler(fp, make_config(1), Metrics())
+    assembler.accept(decode(_request(spans)).spans)
+    (buffer,) = assembler.runs.values()
+    written = assembler.flush()
+    return [buffer.recent.get(seq).tool for seq in range(1, buffer.tool_calls_seen + 1)], written
+
+
+def _without_agent_spans(spans: list[Span]) -> list[Span]:
+    return [s for s in spans if agent_of(attributes(s.attributes)) is None]
+
+
+@pytest.mark.parametrize("scenario", ("pingpong", "supervisor"))
+def test_openllmetrys_handoffs_take_their_target_from_the_agent_span_that_follows(scenario: str) -> None:
+    """OpenLLMetry never records a handoff's target. Each takes the agent of the agent span
+    that follows it, the last one too (no handoff follows it), in the audit and in the
+    receiver alike; no finding or reason says `?` or unknown."""
+    spans = _spans(f"oa_traceloop__handoff_{scenario}")
+    expected = (list(PAIR) * 4 if scenario == "pingpong" else
+                [f"handoff({a} -> {b})" for a, b in (("Supervisor", "BillingAgent"), ("BillingAgent", "Supervisor"),
+                                                     ("Supervisor", "ShippingAgent"), ("ShippingAgent", "Supervisor"),
+                                                     ("Supervisor", "RefundAgent"))])
+    assert _audit_tools(spans) == expected
+    tools, written = _receiver_tools(spans)
+    assert tools == expected
+    texts = [str(attr(s, k)) for s in written for k in ("loopguard.finding.reason", "loopguard.tool.name", "input.value")]
+    assert not [t for t in texts if "?" in t or "unknown" in t]
+    if scenario == "pingpong":
+        assert [attr(s, "loopguard.finding.last_seq") for s in written
+                if attr(s, "loopguard.finding.kind") == "cycle" and attr(s, "loopguard.finding.severity") == "stop"] == [6]
+
+
+@pytest.mark.parametrize("scenario", ("pingpong", "supervisor"))
+def test_mutation_without_the_agent_spans_the_last_handoff_keeps_an_unknown_target(scenario: str) -> None:
+    """The agent spans are what name the last target: without them every other handoff still
+    takes the next handoff's source, the last keeps `?` (in the audit and the receiver)."""
+    spans = _without_agent_spans(_spans(f"oa_traceloop__handoff_{scenario}"))
+    last = "handoff(BillingAgent -> ?)" if scenario == "pingpong" else "handoff(Supervisor -> ?)"
+    audit = _audit_tools(spans)
+    assert audit[-1] == last and not [t for t in audit[:-1] if "?" in t]
+    assert _receiver_tools(spans)[0] == audit
 
 
 @pytest.fixture
@@ -323,3 +385,62 @@ def test_the_audit_leaves_out_a_waiting_handoff_from_a_numbered_run_as_the_recei
                           capture_output=True, text=True, env={"OTEL_LOOPGUARD_KEY": KEY, "PATH": ""}, timeout=60)
     outcome = json.loads(done.stdout)["runs"][0]["outcome"]
     assert outcome == ("integrity_error" if with_target else "scored")
+
+
+LG_SUPERVISOR = ("handoff(supervisor -> billing)", "handoff(supervisor -> shipping)", "handoff(supervisor -> refund)")
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_a_langgraph_supervisors_handoffs_name_the_supervisor(combo: str) -> None:
+    """langgraph-supervisor's supervisor is a `create_react_agent`, which sets no
+    `lc_agent_name`: the source is the node it runs as, from LangGraph's checkpoint namespace."""
+    assert _audit_tools(_spans(f"{combo}__handoff_supervisor")) == list(LG_SUPERVISOR)
+    assert _audit_tools(_spans(f"{combo}__handoff_bounce")) == list(LG_SUPERVISOR[:2]) * 3
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_a_langgraph_supervisor_routing_to_three_workers_raises_nothing(
+        combo: str, tmp_path: Path, sink: Sink, receiver: ReceiverThread) -> None:
+    """Negative control (a real langgraph-supervisor run): billing, shipping, refund, each
+    worker answering and going back by the graph's edge: three handoffs, nothing at warn or
+    above, in the audit and the receiver."""
+    spans = _spans(f"{combo}__handoff_supervisor")
+    run = _audit(tmp_path, spans)
+    assert run["outcome"] == "scored" and run["score"]["tool_calls"] == 3
+    assert _loud(run["findings"]) == []
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(spans), timeout=10)
+    summary = wait_for(lambda: sink.runs(), what="the run summary")[0]
+    assert attr(summary, "loopguard.score.tool_calls") == 3
+    assert not [f for f in findings_of(sink) if attr(f, "loopguard.finding.severity") in ("warn", "stop")]
+
+
+@pytest.mark.parametrize("combo", LANGGRAPH)
+def test_mutation_the_same_supervisor_bouncing_between_two_workers_stops_at_the_sixth_handoff(
+        combo: str, tmp_path: Path, sink: Sink, receiver: ReceiverThread) -> None:
+    """The control's twin: the supervisor sends the run to billing, shipping, billing, ...
+    (6 handoffs): a cycle that stops at the 6th, naming the supervisor and both workers."""
+    spans = _spans(f"{combo}__handoff_bounce")
+    run = _audit(tmp_path, spans)
+    assert next(f for f in run["findings"] if f["kind"] == "cycle" and f["severity"] == "stop")["last_seq"] == 6
+    channel, stub = export_stub(receiver.port)
+    with channel:
+        stub.Export(request_of(spans), timeout=10)
+    wait_for(lambda: sink.runs(), what="the run summary")
+    stop = next(f for f in findings_of(sink, kind="cycle") if attr(f, "loopguard.finding.severity") == "stop")
+    assert attr(stop, "loopguard.finding.last_seq") == 6
+    assert all(p in attr(stop, "loopguard.finding.reason") for p in LG_SUPERVISOR[:2])
+
+
+@pytest.mark.parametrize("namespace, node", [
+    ("supervisor:5c12|tools:e560", "supervisor"),
+    ("outer:1|billing:2|tools:3", "billing"),
+    ("tools:e560", None),  # a tool node of the top graph: no agent around it
+    ("", None),
+    (None, None),
+])
+def test_the_source_node_is_the_one_before_the_tool_node(namespace: Any, node: Any) -> None:
+    from otel_loopguard.conventions.handoffs import node_of_namespace
+
+    assert node_of_namespace(namespace) == node
