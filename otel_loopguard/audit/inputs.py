@@ -30,17 +30,21 @@ def read_runs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, den
     return read_inputs(paths, run_id_attribute, dense_seq)[0]
 
 
-def read_inputs(paths: Iterable[Path], run_id_attribute: Optional[str] = None,
-                dense_seq: bool = False) -> tuple[list[RunInput], list[Path]]:
-    """The runs, and the files that held no tool call (valid, but nothing to judge in them)."""
+def read_inputs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, dense_seq: bool = False,
+                sources: Optional[dict[str, list[Path]]] = None) -> tuple[list[RunInput], list[Path]]:
+    """The runs, and the files that held no tool call (valid, but nothing to judge in them).
+    `sources`, when given, is filled with each run's files, in the order read (the JUnit report
+    puts a run in its first file's suite)."""
     records = RunBuilder()
     spans = SpanCollector(run_id_attribute)
     empty: list[Path] = []
     for path in paths:
         before = records.tool_calls + spans.tool_calls
+        records.source = Path(path)
         _read_file(Path(path), records, spans)
         if records.tool_calls + spans.tool_calls == before:
             empty.append(Path(path))
+    records.source = None  # the spans' runs below note their own files
     for run_id, calls, models, facts in spans.runs():
         for call in calls:
             records.add_call(run_id, call)
@@ -49,27 +53,31 @@ def read_inputs(paths: Iterable[Path], run_id_attribute: Optional[str] = None,
         if facts is not None:  # only what spans recorded; NDJSON run records stay
             records.set_facts(run_id, facts)
         records.add_guards(run_id, spans.guard_events(run_id))
+    if sources is not None:
+        for run_id, files in [*records.sources.items(), *spans.sources.items()]:
+            known = sources.setdefault(run_id, [])
+            known += [f for f in files if f not in known]
     return records.runs(dense_seq), empty
 
 
 def _read_file(path: Path, records: RunBuilder, spans: SpanCollector) -> None:
     data = _read_bytes(path)
     if path.suffix in PROTOBUF_SUFFIXES:
-        spans.add(_protobuf(path, data))
+        spans.add(_protobuf(path, data), path)
         return
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")  # a byte order mark, as some editors write
     except UnicodeDecodeError:
-        spans.add(_protobuf(path, data))
+        spans.add(_protobuf(path, data), path)
         return
     first = next((line for line in text.splitlines() if line.strip()), "")
     if not first.lstrip().startswith("{"):
         if text.strip():
-            spans.add(_protobuf(path, data))
+            spans.add(_protobuf(path, data), path)
         return
     if _is_otlp_json(text, first):
         for request in _otlp_json(path, text):
-            spans.add(request)
+            spans.add(request, path)
     else:
         read_ndjson(path, text, records)
 

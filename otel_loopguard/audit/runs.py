@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
 
 from ..calls import GuardEvent, ModelCall, RawCall, RunFacts
 from ..score import RunInput
@@ -21,8 +23,12 @@ class RunBuilder:
     def __init__(self) -> None:
         self._runs: dict[str, _Pending] = {}
         self.tool_calls = 0  # calls added so far (the audit says which files held none)
+        self.source: Optional[Path] = None  # the file being read: its records' runs note it
+        self.sources: dict[str, dict[Path, None]] = {}  # run id -> the files it has records in, in order
 
     def _run(self, run_id: str) -> _Pending:
+        if self.source is not None:
+            self.sources.setdefault(run_id, {})[self.source] = None
         return self._runs.setdefault(run_id, _Pending())
 
     def add_call(self, run_id: str, call: RawCall) -> None:

@@ -44,8 +44,12 @@ class SpanCollector:
         self._guards: dict[str, list[GuardEvent]] = {}
         self._agents: dict[str, list[tuple[int, str]]] = {}  # agent spans: (start, agent), for handoffs' targets
         self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
+        self.sources: dict[str, dict[Any, None]] = {}  # run id -> where its spans came from, in order
+        self._source: Any = None
 
-    def add(self, request: ExportTraceServiceRequest) -> None:
+    def add(self, request: ExportTraceServiceRequest, source: Any = None) -> None:
+        """`source`: where the request came from (the audit's file), noted for each run it has spans of."""
+        self._source = source
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
@@ -54,6 +58,8 @@ class SpanCollector:
     def _add_span(self, span: Span) -> None:
         attrs = attributes(span.attributes)
         run_id = run_id_of(attrs, span.trace_id, self._run_attr)
+        if self._source is not None:
+            self.sources.setdefault(run_id, {})[self._source] = None
         self._note_facts(run_id, attrs)
         self._note_guards(run_id, span)
         found = recognise(attrs, span.status.code == _ERROR, span.name)
