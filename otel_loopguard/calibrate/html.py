@@ -16,6 +16,7 @@ from ..render.page import esc, page
 from ..render.timeline import Band, Flag, Mark, Timeline, legend, svg
 from .calibration import Calibration, Result
 from .replay import RUN_LEVEL, Replayed
+from .report import is_loud
 
 CHART_W, CHART_H, PAD = 300, 150, 30
 
@@ -63,8 +64,12 @@ def to_html(cal: Calibration) -> str:
             f" against the current policy <code>{esc(current.policy_version)}</code>"
             + ("; recorded guard decisions read from the traces" if cal.recorded else "") + ".</p>",
             _picker(cal), "<h2>Per tool</h2>"]
+    quiet = [t for t in cal.tools if not is_loud(cal, t)]
     for tool in cal.tools:
-        body.append(_tool_section(cal, tool))
+        if tool not in quiet:
+            body.append(_tool_section(cal, tool))
+    if quiet:
+        body.append(f"<p class='quiet'>No warn or stop under any candidate: {esc(', '.join(quiet))}</p>")
     body.append(_verdicts(cal))
     body.append(f"<h2>Runs</h2>{legend()}<p class='muted'>Bands and triangles: findings under the current "
                 "policy and the decisions recorded in the traces.</p>")
@@ -100,11 +105,12 @@ def _tool_section(cal: Calibration, tool: str) -> str:
             flips = " ".join([f"+{len(row.newly_stopped)}"] * bool(row.newly_stopped)
                              + [f"-{len(row.no_longer_stopped)}"] * bool(row.no_longer_stopped))
         rows.append(f'<tr class="{esc(r.name)}"><td>{esc(r.name)}</td><td>{len(row.warn_runs) if row else 0}</td>'
-                    f"<td>{stop_runs}</td><td>{esc(where)}</td><td>{int(row.saved('calls_saved')) if row else 0}</td>"
+                    f"<td>{stop_runs}</td><td class='ids'>{esc(where)}</td><td>{int(row.saved('calls_saved')) if row else 0}</td>"
                     f"<td>{int(row.saved('tokens_saved')) if row else 0}</td><td>{esc(flips)}</td></tr>")
     table = ("<table><tr><th>candidate</th><th>warn runs</th><th>stop runs</th><th>stops at (run:call)</th>"
              "<th>calls saved</th><th>tokens saved</th><th>vs current</th></tr>" + "".join(rows) + "</table>")
-    return f"<h3>{esc(label)}</h3>{table}<div class='charts'>{_charts(cal, tool)}</div>"
+    return (f"<h3>{esc(label)}</h3>{table}<p class='muted'>Runs stopped (red) and warned (amber) against each "
+            f"candidate value; dashed: stopped under current.</p><div class='charts'>{_charts(cal, tool)}</div>")
 
 
 def _charts(cal: Calibration, tool: str) -> str:
@@ -132,7 +138,7 @@ def _chart(tool: str, key: str, results: list[Result], current: Result) -> str:
 
     parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="{CHART_H}" '
              f'data-tool="{esc(tool)}" data-key="{esc(key)}" role="img" aria-label="stops and warns of {esc(tool)} '
-             f'against {esc(key)}"><text x="4" y="12">{esc(key)}: runs stopped (red), warned (amber)</text>',
+             f'against {esc(key)}"><text x="4" y="12">{esc(_cut(key, 48))}</text>',
              f'<line x1="{PAD}" x2="{CHART_W - 8}" y1="{CHART_H - PAD}" y2="{CHART_H - PAD}" stroke="#999"/>',
              f'<text x="4" y="{xy(0, top)[1] + 4:.0f}">{top}</text><text x="14" y="{CHART_H - PAD + 4}">0</text>']
     y_now = xy(0, now_stops)[1]
@@ -148,6 +154,10 @@ def _chart(tool: str, key: str, results: list[Result], current: Result) -> str:
               for i, p in enumerate(points)]
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else "~" + text[-(width - 1):]
 
 
 def _short(text: str) -> str:

@@ -75,28 +75,39 @@ def _run(run: Replayed) -> dict[str, Any]:
 
 # -- text ---------------------------------------------------------------------------------
 
-_HEAD = f"  {'candidate':<30} {'warn':>4} {'stop':>4}  {'stops at (run:call)':<34} {'calls':>6} {'tokens':>7}  vs current"
-
-
 def to_text(cal: Calibration) -> str:
+    width = min(max(len(r.name) for r in cal.all_results()), 48)
     lines = [f"CALIBRATE  {len(cal.prepared)} runs, {len(cal.results) - 1} candidates"
              + (", recorded guard decisions" if cal.recorded else "") + " (saved: calls and tokens blocking avoids)"]
+    head = (f"  {'candidate':<{width}} {'warn':>4} {'stop':>4}  {'stops at (run:call)':<34} {'calls':>6} "
+            f"{'tokens':>7}  vs current")
+    quiet = [t for t in cal.tools if not is_loud(cal, t)]
     for tool in cal.tools:
+        if tool in quiet:
+            continue
         label = "(run-level: no single tool)" if tool == RUN_LEVEL else tool
-        lines += ["", f"TOOL {label}", _HEAD]
+        lines += ["", f"TOOL {label}", head]
         for r in cal.all_results():
-            lines.append(_text_row(r, r.tools.get(tool)))
+            lines.append(_text_row(r, r.tools.get(tool), width))
+    if quiet:
+        lines += ["", "NO WARN OR STOP under any candidate: " + ", ".join(quiet)]
     lines += ["", "VERDICTS (release rule; flips against current)"]
     for r in cal.results:
         v = Counter(run.passed for run in r.runs)
         flips = _ids("to fail", r.to_fail) + _ids("to pass", r.to_pass)
         note = f"  [{r.note}]" if r.note else ""
-        lines.append(f"  {r.name:<30} {v[True]} pass, {v[False]} fail, {v[None]} unscorable"
+        lines.append(f"  {_cut(r.name, width):<{width}} {v[True]} pass, {v[False]} fail, {v[None]} unscorable"
                      f"{'  ' + '; '.join(flips) if flips else ''}{note}")
     return "\n".join(lines) + "\n"
 
 
-def _text_row(r: Result, row: Optional[ToolRow]) -> str:
+def is_loud(cal: Calibration, tool: str) -> bool:
+    """A tool some candidate (or the recording) warns or stops on: the others get one line."""
+    return any(row.warn_runs or row.stops or row.no_longer_stopped
+               for r in cal.all_results() if (row := r.tools.get(tool)) is not None)
+
+
+def _text_row(r: Result, row: Optional[ToolRow], width: int) -> str:
     if row is None:
         row = ToolRow("")
     where = ", ".join(f"{rid}:{s.seq}" for rid, s in row.stops[:SHOWN_IDS])
@@ -104,7 +115,8 @@ def _text_row(r: Result, row: Optional[ToolRow]) -> str:
         where += f" +{len(row.stops) - SHOWN_IDS}"
     flips = _ids("+", row.newly_stopped, "") + _ids("-", row.no_longer_stopped, "")
     vs = "" if r.name == "current" else (" ".join(flips) if flips else "same")
-    return (f"  {_cut(r.name, 30):<30} {len(row.warn_runs):>4} {len(row.stops):>4}  {_cut(where, 34):<34} "
+    stop_runs = len({rid for rid, _ in row.stops})
+    return (f"  {_cut(r.name, width):<{width}} {len(row.warn_runs):>4} {stop_runs:>4}  {_cut(where, 34):<34} "
             f"{int(row.saved('calls_saved')):>6} {int(row.saved('tokens_saved')):>7}  {vs}")
 
 

@@ -16,7 +16,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 h3{font-size:1em;margin:1em 0 .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}tr.current td{font-weight:600}tr.recorded td{font-style:italic}
+td:first-child,th:first-child,td.ids{text-align:left}tr.current td{font-weight:600}tr.recorded td{font-style:italic}
 .pass{color:#17702a}.fail{color:#b00020}.unscorable{color:#8a6d00}
 .run{margin:1em 0 1.5em}.run.flipped{outline:2px solid #b00020;outline-offset:4px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #eee;padding:4px}
