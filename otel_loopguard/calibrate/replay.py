@@ -83,11 +83,11 @@ def _tool_of(f: Finding, tools: dict[int, str]) -> str:
     return f.tool or tools.get(f.last_seq) or RUN_LEVEL
 
 
-def _denied_seq(f: Finding, calls: list[ToolCall]) -> Optional[int]:
-    """The first call an enforcing guard would not run because of `f`."""
-    if is_turn_budget(f):
-        turn = next((c.turn for c in calls if c.seq == f.last_seq), None)
-        return next((c.seq for c in calls if c.seq > f.last_seq and (turn is None or c.turn != turn)), None)
+def _denied_seq(f: Finding, calls: list[ToolCall], last_turn: Optional[int] = None) -> Optional[int]:
+    """The first call an enforcing guard would not run because of `f`. `last_turn`: the last
+    turn the turn budget allows (its calls all run; the next turn's first call is denied)."""
+    if is_turn_budget(f) and last_turn is not None:
+        return next((c.seq for c in calls if c.turn is not None and c.turn > last_turn), None)
     if f.kind in TOOL_LEVEL_KINDS:
         return next((c.seq for c in calls if c.seq > f.last_seq and c.tool == f.tool), None)
     if f.kind in AT_NEXT_CALL_KINDS or f.last_seq == 0:
@@ -98,16 +98,25 @@ def _denied_seq(f: Finding, calls: list[ToolCall]) -> Optional[int]:
 def _run_stop(findings: list[Finding], calls: list[ToolCall], tools: dict[int, str], prepared: Prepared,
               policy: Policy) -> Optional[Stop]:
     best: Optional[tuple[int, Finding]] = None
+    last_turn = _last_turn_allowed(prepared, policy)
     for f in findings:
         if not stops_run(f):
             continue
-        seq = _denied_seq(f, calls)
+        seq = _denied_seq(f, calls, last_turn)
         if seq is not None and (best is None or seq < best[0]):
             best = (seq, f)
     if best is None:
         return None
     seq, f = best
     return saved_after(_tool_of(f, tools), f.kind, seq, prepared, policy)
+
+
+def _last_turn_allowed(prepared: Prepared, policy: Policy) -> Optional[int]:
+    """The turn that reaches `budget.max_turns` (turns are counted as the budget counts them:
+    distinct turn numbers of model decisions and calls)."""
+    limit = policy.budget.max_turns
+    turns = sorted({m.turn for m in prepared.run.models} | {c.turn for c in prepared.calls if c.turn is not None})
+    return turns[limit - 1] if limit is not None and len(turns) >= limit else None
 
 
 def saved_after(tool: str, kind: str, seq: int, prepared: Prepared, policy: Policy) -> Stop:

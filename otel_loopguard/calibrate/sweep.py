@@ -69,11 +69,11 @@ def parse_sweep(text: str) -> Sweep:
 
 def _path(key: str) -> tuple[str, ...]:
     parts = tuple(key.split("."))
-    if parts[0] == "tools" and len(parts) >= 3 and parts[1]:
-        rest = parts[2:]
-        if (len(rest) == 1 and rest[0] in _TOOL_KEYS) or (
-                len(rest) == 2 and rest[1] in _TOOL_SECTIONS.get(rest[0], ())):
-            return parts
+    if parts[0] == "tools":  # the tool's name is what lies between: it may hold dots (mcp.search)
+        if len(parts) >= 3 and parts[-1] in _TOOL_KEYS and all(parts[1:-1]):
+            return ("tools", ".".join(parts[1:-1]), parts[-1])
+        if len(parts) >= 4 and parts[-1] in _TOOL_SECTIONS.get(parts[-2], ()) and all(parts[1:-2]):
+            return ("tools", ".".join(parts[1:-2]), *parts[-2:])
     elif len(parts) == 2 and parts[1] in _SECTIONS.get(parts[0], ()):
         return parts
     raise PolicyError(
