@@ -94,30 +94,35 @@ def plain_audit(files: list[Path]) -> int:
 
 
 def calibrate(files: list[Path], sweeps: list[str]) -> int:
-    cal = run_calibration(files, sweeps, run_id_attribute=RUN_ATTR)
+    key_file = files[0].parent / "bench.key"
+    if not key_file.exists():
+        key_file.write_text(KEY, encoding="utf-8")
+    cal = run_calibration(files, sweeps, key_file=key_file, run_id_attribute=RUN_ATTR)
     return len(cal.results)
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
+def _best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    """Best time of each, measured round-robin (a, b, c, a, b, c, ...): a machine whose load
+    shifts during the run slows every contender alike, not the one measured last."""
+    best = {name: float("inf") for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
 def measure(runs: int, repeat: int) -> dict[str, Any]:
-    import os
-
-    os.environ["OTEL_LOOPGUARD_KEY"] = KEY
     with tempfile.TemporaryDirectory() as tmp:
         files = write_week(Path(tmp), runs)
         prepared = read_inputs(files, RUN_ATTR)[0]
         calls = sum(len(r.calls) for r in prepared)
-        audit_s = _best(lambda: plain_audit(files), repeat)
-        current_s = _best(lambda: calibrate(files, []), repeat)
-        by_k = {k: _best(lambda s=s: calibrate(files, s), repeat) for k, s in SWEEPS.items()}
+        fns: dict[str, Callable[[], Any]] = {"audit": lambda: plain_audit(files), "current": lambda: calibrate(files, [])}
+        fns.update({str(k): (lambda s=s: calibrate(files, s)) for k, s in SWEEPS.items()})
+        best = _best(fns, repeat)
+        audit_s, current_s = best["audit"], best["current"]
+        by_k = {k: best[str(k)] for k in SWEEPS}
     out: dict[str, Any] = {
         "python": platform.python_version(), "runs": len(prepared), "calls": calls,
         "audit_seconds": round(audit_s, 3),

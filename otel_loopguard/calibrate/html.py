@@ -145,7 +145,7 @@ def _chart(tool: str, key: str, results: list[Result], current: Result) -> str:
     parts.append(f'<line x1="{PAD}" x2="{CHART_W - 8}" y1="{y_now:.1f}" y2="{y_now:.1f}" stroke="#d93025" '
                  'stroke-dasharray="3 3" stroke-opacity="0.6"><title>current policy: runs stopped</title></line>')
     for index, colour in ((1, "#d93025"), (2, "#f4b400")):
-        coords = [xy(i, p[index]) for i, p in enumerate(points)]
+        coords = [xy(i, int(p[index])) for i, p in enumerate(points)]
         parts.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'.format(
             colour, " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)))
         parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>{esc(p[0])}: '
