@@ -2,7 +2,8 @@
 
 Reads what `audit` reads (same readers), prepares every run once (integrity, fingerprints),
 then judges it under the current policy and each `--sweep` candidate. Exit status: 0 a
-report was written, 2 bad input or a bad sweep (the message names it).
+report was written, 2 bad input or a bad sweep (the message names it), 3 the files held no
+tool call (as audit's 3: nothing could be judged).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .calibration import Calibration, calibrate
 from .report import to_json, to_text
 from .sweep import candidates, parse_sweep
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT, EXIT_NOTHING = 0, 2, 3
 
 _log = logging.getLogger(__name__)
 
@@ -48,6 +49,9 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     except LoopguardError as exc:
         print(f"otel-loopguard calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not cal.prepared:
+        print("otel-loopguard calibrate: no tool calls in the input files: nothing to calibrate", file=sys.stderr)
+        return EXIT_NOTHING
     text = render(cal, args.format)
     if args.output is not None:
         try:

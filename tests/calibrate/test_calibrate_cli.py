@@ -61,6 +61,10 @@ def test_bad_sweeps_and_files_exit_2_with_one_line(tmp_path: Path) -> None:
     bad.write_text('{"sequence": 1}\n', encoding="utf-8")
     done = _cli("calibrate", str(bad), cwd=tmp_path)
     assert done.returncode == 2 and f"{bad}:1: missing field" in done.stderr
+    empty = tmp_path / "empty.ndjson"
+    empty.write_text("\n", encoding="utf-8")
+    done = _cli("calibrate", str(empty), cwd=tmp_path)
+    assert done.returncode == 3 and "nothing to calibrate" in done.stderr and done.stdout == ""
 
 
 def test_audit_html_keeps_the_exit_status(tmp_path: Path) -> None:
