@@ -8,7 +8,7 @@ current policy's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
 from ..policy import Policy
@@ -74,8 +74,11 @@ def calibrate(prepared: list[Prepared], candidates: list[Candidate], base: Polic
     """Judge every prepared run under every candidate (the first must be `current`)."""
     assert candidates and candidates[0].name == CURRENT
     results: list[Result] = []
+    now = [replay(p, base_of(candidates)) for p in prepared]
+    called = [_tools(p) for p in prepared]
     for cand in candidates:
-        runs = [replay(p, cand.policy) for p in prepared]
+        runs = now if cand.name == CURRENT else [_replay(p, cand, before, tools)
+                                                 for p, before, tools in zip(prepared, now, called)]
         results.append(_result(cand.name, cand.key, cand.value, cand.policy.version, cand.note, runs))
     current = results[0]
     for r in results:
@@ -86,6 +89,25 @@ def calibrate(prepared: list[Prepared], candidates: list[Candidate], base: Polic
         rec = _result(RECORDED, None, None, None, "from loopguard.decision events", runs)
         _compare(rec, current, verdicts=False)
     return Calibration(prepared=prepared, results=results, recorded=rec)
+
+
+def base_of(candidates: list[Candidate]) -> Policy:
+    return candidates[0].policy
+
+
+def _replay(prepared: Prepared, cand: Candidate, current: Replayed, tools: set[str]) -> Replayed:
+    """A candidate that changes one tool's rule judges a run that never calls that tool (and
+    records no guard decision about it) as the current policy does: its judging is skipped,
+    the current one's findings restamped with the candidate's version. tests/calibrate holds
+    every candidate equal to a plain audit under that policy, skipped runs included."""
+    if cand.tool is not None and cand.tool not in tools:
+        version = cand.policy.version
+        return replace(current, findings=[f.stamped(f.run_id, version) for f in current.findings])
+    return replay(prepared, cand.policy)
+
+
+def _tools(prepared: Prepared) -> set[str]:
+    return {r.tool for r in prepared.records} | {e.tool or "" for e in prepared.run.guard_events}
 
 
 def _result(name: str, key: Optional[str], value: object, version: Optional[str], note: str,

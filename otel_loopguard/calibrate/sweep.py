@@ -43,6 +43,7 @@ class Candidate:
     value: Any
     policy: Policy
     note: str = ""  # what else had to change (a warn level lowered to a lower stop)
+    tool: Optional[str] = None  # the one tool a `tools.<tool>.` key changes the rule of
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ def _candidate(base: Policy, data: Any, source: str, sweep: Sweep, value: Any) -
         section["warn_at"] = stop
         note = f"warn_at lowered to {stop}"
         policy = policy_from_mapping(tree, f"{source} with --sweep {name}")
-    return Candidate(name=name, key=sweep.key, value=value, policy=policy, note=note)
+    tool = sweep.path[1] if sweep.path[0] == "tools" else None
+    return Candidate(name=name, key=sweep.key, value=value, policy=policy, note=note, tool=tool)
 
 
 def _section(tree: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
