@@ -9,8 +9,9 @@ The input is a synthetic "week" of recorded agent runs written as NDJSON tool-ca
 OTLP/JSON example. A fifth of the runs loop on one lookup; the others page, poll until a
 state changes, or search distinct topics, with model decisions carrying tokens.
 
-Measured in one process, back to back, best of `--repeat`:
-1. `audit`: read the files, then judge every run (the command's work without printing);
+Measured in one process as CPU time, round-robin, best of `--repeat`:
+1. `audit`: read the files, then judge every run, keeping the reports (the command's work
+   without printing);
 2. `calibrate` with only the current policy, and with K candidates (sweeps of repeat,
    no_progress and a per-tool cap), reading the same files.
 Reported as ratios to (1): per run, per call, and the marginal cost of one more candidate,
@@ -34,11 +35,9 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from otel_loopguard.audit import audit
 from otel_loopguard.audit.inputs import read_inputs
 from otel_loopguard.calibrate.command import run_calibration
-from otel_loopguard.fingerprint import Fingerprinter, load_key
-from otel_loopguard.policy import Policy
-from otel_loopguard.score import judge
 
 KEY = "bench-calibrate-key-0123456789"
 RUNS_PER_FILE = 500
@@ -88,28 +87,33 @@ def write_week(folder: Path, runs: int, seed: int = 7) -> list[Path]:
 
 
 def plain_audit(files: list[Path]) -> int:
-    fp = Fingerprinter(load_key(key=KEY), Policy())
-    runs, _ = read_inputs(files, RUN_ATTR)
-    return sum(1 for r in runs if judge(r, fp).passed is False)
+    """What `otel-loopguard audit` does before printing: read, then judge every run."""
+    reports = audit(files, key_file=_key_file(files), run_id_attribute=RUN_ATTR)
+    return sum(1 for r in reports if r.passed is False)
 
 
-def calibrate(files: list[Path], sweeps: list[str]) -> int:
+def _key_file(files: list[Path]) -> Path:
     key_file = files[0].parent / "bench.key"
     if not key_file.exists():
         key_file.write_text(KEY, encoding="utf-8")
-    cal = run_calibration(files, sweeps, key_file=key_file, run_id_attribute=RUN_ATTR)
+    return key_file
+
+
+def calibrate(files: list[Path], sweeps: list[str]) -> int:
+    cal = run_calibration(files, sweeps, key_file=_key_file(files), run_id_attribute=RUN_ATTR)
     return len(cal.results)
 
 
 def _best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Best time of each, measured round-robin (a, b, c, a, b, c, ...): a machine whose load
-    shifts during the run slows every contender alike, not the one measured last."""
+    """Best CPU time of each (this process's: time spent waiting for a shared core does not
+    count), measured round-robin (a, b, c, a, b, c, ...): a machine whose load shifts during
+    the run slows every contender alike, not the one measured last."""
     best = {name: float("inf") for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            best[name] = min(best[name], time.process_time() - t0)
     return best
 
 
