@@ -115,7 +115,7 @@ def _result(name: str, key: Optional[str], value: object, version: Optional[str]
     tools: dict[str, ToolRow] = {}
 
     def row(tool: str) -> ToolRow:
-        return tools.setdefault(tool, ToolRow(tool))
+        return tools.setdefault(tool, ToolRow(tool=tool))
 
     for run in runs:
         for tool in sorted(run.warned):
@@ -140,7 +140,7 @@ def _compare(result: Result, current: Result, verdicts: bool = True) -> None:
         mine = {rid for rid, _ in result.tools[tool].stops} if tool in result.tools else set()
         gone = sorted(theirs - mine)
         if gone:
-            result.tools.setdefault(tool, ToolRow(tool)).no_longer_stopped = gone
+            result.tools.setdefault(tool, ToolRow(tool=tool)).no_longer_stopped = gone
     if verdicts:
         before = {r.run_id: r.passed for r in current.runs}
         result.to_fail = [r.run_id for r in result.runs if before.get(r.run_id) is True and r.passed is False]

@@ -24,11 +24,13 @@ from typing import Optional
 from ..calls import RecordedDecision, ToolCall
 from ..detect.budgets import is_turn_budget
 from ..detect.run import stops_run
-from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
+from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..policy import Policy
-from ..score import Prepared, RunReport, judge_prepared
+from ..score import SCORED, Prepared, RunReport, judge_prepared
 
 RUN_LEVEL = "*"  # the row of findings no single call caused (a budget reached by a model decision)
+# What the agent did, not the telemetry: integrity findings never count as a warn or a stop.
+_AGENT_KINDS = frozenset(KINDS) - INTEGRITY_KINDS
 BLOCKING_VERBS = frozenset({"deny", "would_block"})
 WARNING_VERBS = frozenset({"warn", "would_warn"})
 
@@ -68,15 +70,13 @@ def outcome_of(prepared: Prepared, report: RunReport, policy: Policy) -> Replaye
     calls = prepared.calls
     tools = {c.seq: c.tool for c in calls}
     warned = frozenset(_tool_of(f, tools) for f in report.findings if f.severity == WARN and f.kind in _AGENT_KINDS)
-    if report.outcome != "scored":
-        return Replayed(report.run_id, report.outcome, report.passed, report.findings, None, {}, warned)
+    if report.outcome != SCORED:
+        return Replayed(run_id=report.run_id, outcome=report.outcome, passed=report.passed, findings=report.findings,
+                        stop=None, caps={}, warned=warned)
     stop = _run_stop(report.findings, calls, tools, prepared, policy)
     caps = _caps(report.findings, calls, stop)
-    return Replayed(report.run_id, report.outcome, report.passed, report.findings, stop, caps, warned)
-
-
-_AGENT_KINDS = frozenset({"repeat", "cycle", "error_streak", "no_progress", "budget", "tool_cap", "poll_budget",
-                          "duplicate_write", "parallel_duplicate"})
+    return Replayed(run_id=report.run_id, outcome=report.outcome, passed=report.passed, findings=report.findings,
+                    stop=stop, caps=caps, warned=warned)
 
 
 def _tool_of(f: Finding, tools: dict[int, str]) -> str:
@@ -175,7 +175,8 @@ def recorded(prepared: Prepared, policy: Policy) -> Replayed:
         elif stop is None:
             stop = saved_after(tool, d.kind or "unknown", d.seq or 0, prepared, policy)
     # Counted only against calls that ran: a call enforce mode denied has no span to save.
-    return Replayed(prepared.run.run_id, prepared.outcome, None, [], stop, caps, warned)
+    return Replayed(run_id=prepared.run.run_id, outcome=prepared.outcome, passed=None, findings=[], stop=stop,
+                    caps=caps, warned=warned)
 
 
 def _from_records(prepared: Prepared) -> list[RecordedDecision]:

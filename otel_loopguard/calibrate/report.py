@@ -109,7 +109,7 @@ def is_loud(cal: Calibration, tool: str) -> bool:
 
 def _text_row(r: Result, row: Optional[ToolRow], width: int) -> str:
     if row is None:
-        row = ToolRow("")
+        row = ToolRow(tool="")
     where = ", ".join(f"{rid}:{s.seq}" for rid, s in row.stops[:SHOWN_IDS])
     if len(row.stops) > SHOWN_IDS:
         where += f" +{len(row.stops) - SHOWN_IDS}"
