@@ -59,7 +59,7 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
         except OSError as exc:
             print(f"otel-loopguard calibrate: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        _log.warning("wrote the %s report to %s", args.format, args.output)
+        print(f"otel-loopguard calibrate: wrote the {args.format} report to {args.output}", file=sys.stderr)
     else:
         (out or sys.stdout).write(text)
     return EXIT_OK

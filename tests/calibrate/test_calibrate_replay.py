@@ -130,3 +130,12 @@ def test_the_json_document_lists_every_candidate_tool_and_run() -> None:
     row = next(t for t in four["tools"] if t["tool"] == "search_cases")
     assert row["newly_stopped"] == ["refund-search"] and row["stop_runs"][0]["seq"] == 7
     assert doc["recorded"]["name"] == "recorded" and "verdicts" not in doc["recorded"]
+
+
+def test_savings_are_priced_where_the_policy_prices_the_model(tmp_path: Path) -> None:
+    policy = tmp_path / "priced.yaml"
+    policy.write_text("prices:\n  scripted-model: {input: 1.0, output: 2.0}\n", encoding="utf-8")
+    cal = run_calibration([OBSERVED], [], policy, run_id_attribute=RUN_ATTR)
+    stop = _run(cal.results[0], "support-A12").stop
+    assert stop is not None and stop.cost_saved_usd == pytest.approx(2 * (1200 * 1.0 + 60 * 2.0) / 1e6)
+    assert cal.results[0].tools["lookup_order"].priced() == pytest.approx(stop.cost_saved_usd)
