@@ -19,6 +19,7 @@ from .replay import RUN_LEVEL, Replayed
 from .report import is_loud
 
 CHART_W, CHART_H, PAD = 300, 150, 30
+MAX_RUNS_DRAWN = 300  # a week of runs is thousands: the page draws the ones a reader needs
 
 _SCRIPT = r"""
 (function () {
@@ -73,9 +74,25 @@ def to_html(cal: Calibration) -> str:
     body.append(_verdicts(cal))
     body.append(f"<h2>Runs</h2>{legend()}<p class='muted'>Bands and triangles: findings under the current "
                 "policy and the decisions recorded in the traces.</p>")
-    for i, prepared in enumerate(cal.prepared):
-        body.append(_run_section(i, prepared, current.runs[i], cal.recorded.runs[i] if cal.recorded else None))
+    shown = _runs_to_draw(cal)
+    for i in shown:
+        body.append(_run_section(i, cal.prepared[i], current.runs[i], cal.recorded.runs[i] if cal.recorded else None))
+    if len(shown) < len(cal.prepared):
+        body.append(f"<p class='muted'>{len(cal.prepared) - len(shown)} more runs not drawn (at most "
+                    f"{MAX_RUNS_DRAWN}): none of them stops or fails under any candidate, or the page would grow "
+                    "too large to open; the JSON report lists every run.</p>")
     return page("otel-loopguard calibrate", "\n".join(body), _SCRIPT, _script_data(cal))
+
+
+def _runs_to_draw(cal: Calibration) -> list[int]:
+    """Runs in their order, those that some candidate (or the recording) stops or fails
+    first, then the rest, up to MAX_RUNS_DRAWN."""
+    def matters(i: int) -> bool:
+        return any(r.runs[i].stop is not None or r.runs[i].caps or r.runs[i].passed is False
+                   for r in cal.all_results())
+
+    order = sorted(range(len(cal.prepared)), key=lambda i: not matters(i))
+    return sorted(order[:MAX_RUNS_DRAWN])
 
 
 def _script_data(cal: Calibration) -> dict[str, Any]:

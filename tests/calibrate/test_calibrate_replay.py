@@ -139,3 +139,17 @@ def test_savings_are_priced_where_the_policy_prices_the_model(tmp_path: Path) ->
     stop = _run(cal.results[0], "support-A12").stop
     assert stop is not None and stop.cost_saved_usd == pytest.approx(2 * (1200 * 1.0 + 60 * 2.0) / 1e6)
     assert cal.results[0].tools["lookup_order"].priced() == pytest.approx(stop.cost_saved_usd)
+
+
+def test_a_large_html_report_draws_the_runs_that_matter_first() -> None:
+    from otel_loopguard.calibrate import html
+
+    cal = run_calibration([HEALTHY, LOOP, EXAMPLES / "guarded_run.ndjson"], ["repeat.stop_at=3"])
+    old = html.MAX_RUNS_DRAWN
+    try:
+        html.MAX_RUNS_DRAWN = 1
+        page = html.to_html(cal)
+    finally:
+        html.MAX_RUNS_DRAWN = old
+    assert page.count('<svg class="timeline"') == 1 and 'data-run="support-order-A12"' in page
+    assert "2 more runs not drawn" in page
