@@ -178,6 +178,21 @@ class GuardEvent:
     tool: Optional[str] = None
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedDecision:
+    """Any `loopguard.decision` event as recorded (docs/findings.md, "Decision events"): what
+    a guard did (`deny`, `warn`) or, observing, would have done (`would_block`, `would_warn`).
+    Calibrate replays them; the score reads only the denials (GuardEvent)."""
+
+    verb: str
+    kind: Optional[str] = None
+    tool: Optional[str] = None
+    # The call it sits on or was taken in place of; None: after the run's last call.
+    seq: Optional[int] = None
+    reason: Optional[str] = None
+    policy_version: Optional[str] = None
+
+
 @quick_init  # built once per model span in the receiver
 @dataclass(frozen=True, slots=True)
 class ModelCall:

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .audit import command as audit_command
+from .calibrate import command as calibrate_command
 from .receiver import command as serve_command
 
 
@@ -33,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="score recorded traces (exit 0 pass, 1 fail, 2 bad input, 3 unscorable)")
     audit_command.add_arguments(audit)
     audit.set_defaults(handler=audit_command.run)
+    calibrate = sub.add_parser("calibrate", help="replay recorded runs under candidate thresholds, per tool")
+    calibrate_command.add_arguments(calibrate)
+    calibrate.set_defaults(handler=calibrate_command.run)
     serve = sub.add_parser("serve", help="run the OTLP/gRPC receiver: dedupe, order, detect, emit finding spans")
     serve_command.add_arguments(serve)
     serve.set_defaults(handler=serve_command.run)

@@ -4,28 +4,44 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '[test  %3ds] %s\n' "$SECONDS" "$*"; }
-say "step 1/5: the test virtualenv .venv (test, frameworks, Phoenix)"
+say "step 1/6: the test virtualenv .venv (test, frameworks, Phoenix)"
 bash scripts/setup.sh test,frameworks,phoenix
 # A second virtualenv for the one instrumentation that cannot share the first (see pyproject).
-say "step 2/5: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
+say "step 2/6: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
 VENV=.venv-genai bash scripts/setup.sh genai_contrib
 # The real OpenTelemetry Collector for tests/collector/ (built once per manifest, then reused).
-say "step 3/5: the OpenTelemetry Collector for tests/collector/"
+say "step 3/6: the OpenTelemetry Collector for tests/collector/"
 if command -v go >/dev/null 2>&1; then
   say "Collector ready: $(bash scripts/otelcol.sh)"
 else
   echo "test.sh: 'go' not found: the Collector tests will skip (on CI they fail); apt-get install golang-go" >&2
 fi
 # The real Jaeger for tests/e2e/test_jaeger.py (built once from the Go module proxy, then reused).
-say "step 4/5: Jaeger (all-in-one) for tests/e2e/test_jaeger.py"
+say "step 4/6: Jaeger (all-in-one) for tests/e2e/test_jaeger.py"
 if command -v go >/dev/null 2>&1; then
   say "Jaeger ready: $(bash scripts/jaeger.sh)"
 else
   echo "test.sh: 'go' not found: the Jaeger test will skip (on CI it fails); apt-get install golang-go" >&2
 fi
+# A real browser for the HTML report tests (tests/calibrate/test_html_browser.py): Debian's
+# chromium package. Missing, the test skips on a workstation and fails on CI (CI is set).
+say "step 5/6: Chromium for the HTML report tests"
+if command -v chromium >/dev/null 2>&1; then
+  say "Chromium ready: $(command -v chromium)"
+elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  say "chromium not found: installing Debian's chromium package with apt-get (a few minutes, once)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+  say "Chromium ready: $(command -v chromium)"
+elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then
+  say "chromium not found: installing Debian's chromium package with sudo apt-get (a few minutes, once)"
+  sudo DEBIAN_FRONTEND=noninteractive apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+  say "Chromium ready: $(command -v chromium)"
+else
+  echo "test.sh: 'chromium' not found and no apt-get to install it: the browser test will skip (on CI it fails)" >&2
+fi
 # Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
 # up to a minute), a line every 8 s names it (scripts/talk.sh).
-say "step 5/5: the test suite (pytest -v)"
+say "step 6/6: the test suite (pytest -v)"
 set +e
 .venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
 status=${PIPESTATUS[0]}

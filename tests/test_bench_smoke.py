@@ -51,3 +51,12 @@ def test_the_collector_and_chaos_benches_still_reach_the_harness_they_drive() ->
     chaos = _load("chaos")
     assert set(chaos.SCENARIOS) == {"outage", "outage-sync", "sigterm", "sigkill"}
     assert callable(chaos.S.wait_delivered) and callable(chaos.S.start_app)
+
+
+def test_the_calibrate_bench_judges_its_week_and_every_candidate(tmp_path: Path) -> None:
+    bench = _load("bench_calibrate")
+    files = bench.write_week(tmp_path, 10)
+    assert bench.plain_audit(files) >= 2  # run 0 and run 5 loop on one lookup
+    assert bench.calibrate(files, bench.SWEEPS[12]) == 13  # current and twelve candidates
+    result = bench.measure(runs=5, repeat=1)
+    assert result["runs"] == 5 + 4 and result["separate_audits_12_vs_audit"] == 13.0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_loopguard"
-CORE = ("fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py")
+CORE = ("fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
 FORBIDDEN = ("grpc", "opentelemetry", "google.protobuf")
 
 

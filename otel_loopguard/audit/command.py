@@ -27,7 +27,7 @@ _log = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="NDJSON, OTLP/JSON or OTLP protobuf")
-    parser.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "html", "junit"), default="text")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the JUnit XML report to FILE (for CI)")
     parser.add_argument("--policy", type=Path, help="policy file (YAML or JSON)")
     parser.add_argument("--key-file", type=Path, help="digest key file (default: OTEL_LOOPGUARD_KEY[_FILE])")
@@ -67,6 +67,10 @@ def run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
         for path in empty:
             _log.warning("%s holds no tool calls: nothing in it to judge", path)
         out.write(to_json(reports) + "\n")
+    elif args.format == "html":  # audit/html.py: verdicts, broken rules and each run's timeline
+        from .html import to_html
+
+        out.write(to_html(reports, status))
     else:
         out.write(to_text(reports) + summary_text(reports, empty, status))
     return status

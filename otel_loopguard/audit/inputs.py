@@ -53,6 +53,7 @@ def read_inputs(paths: Iterable[Path], run_id_attribute: Optional[str] = None, d
         if facts is not None:  # only what spans recorded; NDJSON run records stay
             records.set_facts(run_id, facts)
         records.add_guards(run_id, spans.guard_events(run_id))
+        records.add_decisions(run_id, spans.decisions(run_id, calls))
     if sources is not None:
         for run_id, files in [*records.sources.items(), *spans.sources.items()]:
             known = sources.setdefault(run_id, [])

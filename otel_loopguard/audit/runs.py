@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..calls import GuardEvent, ModelCall, RawCall, RunFacts
+from ..calls import GuardEvent, ModelCall, RawCall, RecordedDecision, RunFacts
 from ..score import RunInput
 
 
@@ -16,6 +16,7 @@ class _Pending:
     models: list[ModelCall] = field(default_factory=list)
     facts: RunFacts = RunFacts()
     guards: list[GuardEvent] = field(default_factory=list)
+    decisions: list[RecordedDecision] = field(default_factory=list)
     dense: bool = False
 
 
@@ -48,6 +49,10 @@ class RunBuilder:
     def add_guards(self, run_id: str, events: list[GuardEvent]) -> None:
         self._run(run_id).guards.extend(events)
 
+    def add_decisions(self, run_id: str, decisions: list[RecordedDecision]) -> None:
+        self._run(run_id).decisions.extend(decisions)
+
     def runs(self, dense: bool = False) -> list[RunInput]:
         """`dense`: every run's sequence is numbered 1..N (the audit's --dense-seq)."""
-        return [RunInput(rid, p.calls, p.models, p.facts, p.guards, dense or p.dense) for rid, p in self._runs.items()]
+        return [RunInput(run_id=rid, calls=p.calls, models=p.models, facts=p.facts, guard_events=p.guards,
+                         dense_seq=dense or p.dense, decisions=p.decisions) for rid, p in self._runs.items()]

@@ -41,3 +41,18 @@ def _id(value: Any) -> Any:
         return base64.b64encode(bytes.fromhex(value)).decode("ascii")
     except ValueError:
         raise OtlpJsonError(f"id {value[:40]!r} is not hex (OTLP/JSON encodes ids as hex)") from None
+
+
+def request_to_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """The inverse of request_from_json: OTLP/JSON as the Collector's file exporter writes it
+    (camelCase names, hex ids). Used to write example traces (scripts/)."""
+    return _base64_ids_to_hex(json_format.MessageToDict(request))
+
+
+def _base64_ids_to_hex(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: base64.b64decode(v).hex() if k in _ID_KEYS and isinstance(v, str) else _base64_ids_to_hex(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_base64_ids_to_hex(x) for x in node]
+    return node

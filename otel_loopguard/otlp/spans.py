@@ -15,7 +15,7 @@ from typing import Any, Optional
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts
+from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RecordedDecision, RunFacts
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import agent_of
 from ..conventions import attributes as conv
@@ -43,6 +43,8 @@ class SpanCollector:
         self._facts: dict[str, RunFacts] = {}
         self._guards: dict[str, list[GuardEvent]] = {}
         self._agents: dict[str, list[tuple[int, str]]] = {}  # agent spans: (start, agent), for handoffs' targets
+        # Every decision event, placed later by its span or time: (span id, time, attributes).
+        self._decisions: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
         self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
         self.sources: dict[str, dict[Any, None]] = {}  # run id -> where its spans came from, in order
         self._source: Any = None
@@ -79,6 +81,7 @@ class SpanCollector:
             if event.name != DECISION_EVENT:
                 continue
             e = attributes(event.attributes)
+            self._decisions.setdefault(run_id, []).append((span.span_id.hex(), event.time_unix_nano, e))
             if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
                 self._guards.setdefault(run_id, []).append(GuardEvent(
                     event.time_unix_nano, _str(e.get("loopguard.finding.kind")),
@@ -86,6 +89,22 @@ class SpanCollector:
 
     def guard_events(self, run_id: str) -> list[GuardEvent]:
         return self._guards.get(run_id, [])
+
+    def decisions(self, run_id: str, calls: list[RawCall]) -> list[RecordedDecision]:
+        """The run's decision events, each at the call whose span carries it, else (an event
+        on another span: a denied call has none) at the first call that started after it."""
+        by_span = {c.span_id: c.seq for c in calls if c.span_id}
+        starts = sorted((c.start_ns, c.seq) for c in calls if c.start_ns is not None)
+        out = []
+        for span_id, time_ns, e in self._decisions.get(run_id, []):
+            seq = by_span.get(span_id)
+            if seq is None:
+                seq = next((s for start, s in starts if start > time_ns), None)
+            out.append(RecordedDecision(
+                verb=_str(e.get("loopguard.decision")) or "unknown", kind=_str(e.get("loopguard.finding.kind")),
+                tool=_str(e.get("loopguard.tool.name")), seq=seq, reason=_str(e.get("loopguard.finding.reason")),
+                policy_version=_str(e.get("loopguard.policy.version"))))
+        return out
 
     def _note_facts(self, run_id: str, attrs: dict[str, Any]) -> None:
         reason = attrs.get(conv.TERMINATION_REASON)

@@ -1,6 +1,6 @@
 """Policy: thresholds and per-tool rules, loaded and validated (pure)."""
 
-from .load import PRESETS, check_replacement, content_version, load_policy, policy_from_mapping
+from .load import PRESETS, check_replacement, content_version, load_policy, policy_from_mapping, read_policy_data
 from .model import (
     BUILTIN_VERSION,
     BudgetRule,
@@ -30,4 +30,5 @@ __all__ = [
     "content_version",
     "load_policy",
     "policy_from_mapping",
+    "read_policy_data",
 ]

@@ -284,6 +284,15 @@ def load_policy(path: Optional[str | os.PathLike[str]]) -> Policy:
     file) the named preset (`seed-001`)."""
     if path is None:
         return Policy()
+    data, source = read_policy_data(path)
+    return policy_from_mapping(data, source)
+
+
+def read_policy_data(path: Optional[str | os.PathLike[str]]) -> tuple[Any, str]:
+    """The parsed, not yet validated content of a policy file or preset (as `load_policy`
+    finds it), and its name for errors: calibrate changes thresholds in it before validating."""
+    if path is None:
+        return {}, "built-in policy"
     import yaml  # imported here: only policy files need it
 
     p = Path(path)
@@ -310,4 +319,4 @@ def load_policy(path: Optional[str | os.PathLike[str]]) -> Policy:
             raise PolicyError(f"{p}: not valid YAML: {exc}") from None
         except RecursionError:
             raise PolicyError(f"{p}: nested too deeply to read") from None
-    return policy_from_mapping(data, str(p))
+    return data, str(p)

@@ -2,7 +2,8 @@
 
 from .integrity import INCOMPLETE, INTEGRITY_ERROR, SCORED, Integrity, check
 from .release import release_violations
-from .scoring import GuardTrail, RunInput, RunReport, feed_in_order, judge, next_seq_after, score_fields
+from .scoring import (GuardTrail, Prepared, RunInput, RunReport, feed_in_order, judge, judge_prepared, next_seq_after,
+                      prepare, score_fields)
 
 __all__ = [
     "INCOMPLETE",
@@ -10,12 +11,15 @@ __all__ = [
     "GuardTrail",
     "SCORED",
     "Integrity",
+    "Prepared",
     "RunInput",
     "RunReport",
     "check",
     "feed_in_order",
     "judge",
+    "judge_prepared",
     "next_seq_after",
+    "prepare",
     "release_violations",
     "score_fields",
 ]

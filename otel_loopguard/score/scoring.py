@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 
-from ..calls import LOCAL_KEY, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ..calls import LOCAL_KEY, GuardEvent, ModelCall, RawCall, RecordedDecision, RunFacts, ToolCall
 from ..detect import Run, RunSummary
 from ..findings import STOP, TOOL_LEVEL_KINDS, Finding
 from ..fingerprint import Fingerprinter, fingerprint_call
@@ -33,6 +33,8 @@ class RunInput:
     facts: RunFacts = RunFacts()
     guard_events: list[GuardEvent] = field(default_factory=list)
     dense_seq: bool = False  # the source promised calls numbered 1..N: a gap is missing evidence
+    # Every loopguard.decision event of the run, observe-mode marks included (calibrate reads them).
+    decisions: list[RecordedDecision] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class RunReport:
     findings: list[Finding]
     calls: list[ToolCall]
     score: dict[str, Any]
+    # The run's unique records in sequence order, denied calls included (a timeline draws them).
+    records: list[RawCall] = field(default_factory=list)
 
     @property
     def passed(self) -> Optional[bool]:
@@ -100,22 +104,46 @@ class GuardTrail:
             self._run_stopped = True
 
 
-def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
+@dataclass(frozen=True)
+class Prepared:
+    """A run after the work that does not depend on thresholds: integrity checked, calls
+    fingerprinted. Judging it under several policies that differ only in thresholds, budgets
+    and caps (calibrate) costs one parse and one fingerprint pass in all."""
+
+    run: RunInput
+    outcome: str
+    records: list[RawCall]  # unique, in sequence order, denied calls included
+    calls: list[ToolCall]  # the dispatched ones, fingerprinted
+    findings: list[Finding]  # integrity findings, not yet stamped
+
+
+def prepare(run: RunInput, fp: Fingerprinter) -> Prepared:
     # Digests we compute ourselves carry our key id: they compare with spans tagged under it.
     own = [replace(c, key_id=fp.key_id) if c.key_id == LOCAL_KEY else c for c in run.calls]
     integrity = check(own, dense=run.dense_seq)
-    executed = [c for c in integrity.calls if c.dispatched]
-    calls = [fingerprint_call(c, fp) for c in executed]
-    findings = _stamp(integrity.findings, run, fp)
-    if integrity.outcome != SCORED:
-        return RunReport(run.run_id, integrity.outcome, findings, calls, {"scorable": False, "release": None})
-    state = Run(run.run_id, fp.policy)
-    findings += feed_in_order(state, run.models, calls)
+    calls = [fingerprint_call(c, fp) for c in integrity.calls if c.dispatched]
+    return Prepared(run, integrity.outcome, integrity.calls, calls, integrity.findings)
+
+
+def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
+    return judge_prepared(prepare(run, fp), fp.policy)
+
+
+def judge_prepared(prepared: Prepared, policy: Policy) -> RunReport:
+    """The verdict under `policy`, which must fingerprint as the one `prepared` was made with
+    (only thresholds, budgets and caps may differ: calibrate/sweep.py checks it)."""
+    run = prepared.run
+    findings = [f.stamped(run.run_id, policy.version) for f in prepared.findings]
+    if prepared.outcome != SCORED:
+        return RunReport(run.run_id, prepared.outcome, findings, prepared.calls, {"scorable": False, "release": None},
+                         prepared.records)
+    state = Run(run.run_id, policy)
+    findings += feed_in_order(state, run.models, prepared.calls)
     trail = GuardTrail()
-    for seq, tool, dispatched, guard in _guard_notes(integrity.calls, run.guard_events):
-        trail.note(seq, tool, dispatched, guard, fp.policy)
-    score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in integrity.calls]))
-    return RunReport(run.run_id, SCORED, findings, calls, score)
+    for seq, tool, dispatched, guard in _guard_notes(prepared.records, run.guard_events):
+        trail.note(seq, tool, dispatched, guard, policy)
+    score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in prepared.records]))
+    return RunReport(run.run_id, SCORED, findings, prepared.calls, score, prepared.records)
 
 
 def next_seq_after(seqs: list[int]) -> Callable[[int], int]:
@@ -153,10 +181,6 @@ def feed_in_order(state: Run, models: list[ModelCall], calls: list[ToolCall]) ->
     for model in ordered[m:]:
         found += state.observe_model(model)
     return found
-
-
-def _stamp(findings: list[Finding], run: RunInput, fp: Fingerprinter) -> list[Finding]:
-    return [f.stamped(run.run_id, fp.policy.version) for f in findings]
 
 
 def score_fields(summary: RunSummary, findings: Sequence[Finding], guard: GuardTrail, facts: RunFacts,
