@@ -22,6 +22,7 @@ from ..fingerprint import Fingerprinter
 from .config import ReceiverConfig
 from .decode import Decoded
 from .metrics import Metrics
+from .restart import CUT_AT_SHUTDOWN, RestartRule
 from .runs import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -58,6 +59,7 @@ class RunAssembler:
         # Times of spans that may be a later tool call's parent (those of traces with calls).
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
+        self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -91,6 +93,7 @@ class RunAssembler:
             self._metrics.inc("late_spans_total")
             return []
         before = buffer.buffered
+        cut = self._cut_by_restart(buffer, d)
         found: list[Finding] = []
         if d.call is not None:
             self._watch_parent(d, buffer)
@@ -102,7 +105,16 @@ class RunAssembler:
         if d.guards:
             buffer.note_guards(d.guards)
         self.buffered_calls += buffer.buffered - before
-        return self._emit(buffer, found)
+        return cut + self._emit(buffer, found)
+
+    def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
+        """receiver/restart.py, rule 2: a run under way before this process started."""
+        if self.restart is None or buffer.cut_reason is not None or not self.restart.cut(buffer.opened_at, d.start):
+            return []
+        self._metrics.inc("runs_cut_by_restart_total")
+        root = buffer.roots.get(d.trace_id.hex())
+        where = place_at(d.trace_id, bytes.fromhex(root) if root else (d.parent or d.span_id), d.start, d.end)
+        return self._emit(buffer, buffer.cut(self.restart.reason()), where)
 
     def duplicate(self, d: Decoded) -> list[Span]:
         """A re-delivered tool span: one info finding, never a repeated call."""
@@ -141,9 +153,15 @@ class RunAssembler:
                 _log.exception("could not advance run %s", run_id)
         return out
 
-    def flush(self) -> list[Span]:
+    def flush(self, shutdown: bool = False) -> list[Span]:
+        """Complete every open run; at `shutdown`, those not yet whole are marked cut
+        (receiver/restart.py, rule 1) rather than scored on half their calls."""
         out: list[Span] = []
         for run_id in list(self.runs):
+            buffer = self.runs[run_id]
+            if shutdown and buffer.root_ended_at is None and buffer.tool_calls_seen:
+                self._metrics.inc("runs_cut_at_shutdown_total")
+                out += self._emit(buffer, buffer.cut(CUT_AT_SHUTDOWN))
             out += self._complete(run_id)
         return out
 

@@ -83,6 +83,8 @@ class RunBuffer:
         self.root_ended_at: Optional[float] = None
         self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
+        self.opened_at = now
+        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/restart.py)
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
         self.first_call: Optional[ToolCall] = None
@@ -349,6 +351,13 @@ class RunBuffer:
         reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
         f = Finding("incomplete_trace", WARN, lo, hi - 1, hi - lo, (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def cut(self, reason: str) -> list[Finding]:
+        """A receiver restart cut the run (receiver/restart.py): unscorable, said once."""
+        if self.cut_reason is not None:
+            return []
+        self.cut_reason, self.incomplete = reason, True
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])
 
     def _unfinished(self, raw: RawCall) -> Finding:
         self.incomplete = True

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -28,8 +29,10 @@ from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
 from .phoenix import PhoenixAnnotator
 from .reload import Reloader
+from .restart import RestartRule
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from .service import SERVICE, TraceReceiver
+from .state import Opened, open_state
 
 _log = logging.getLogger("otel_loopguard.receiver")
 TICK_SECONDS = 0.25
@@ -54,6 +57,7 @@ class Running:
     forward_queue: Optional[ForwardQueue] = None  # inline mode, answering once queued
     annotator: Optional[PhoenixAnnotator] = None
     note: Optional[Path] = None  # where this receiver told local apps where it forwards
+    state: Optional[Opened] = None  # the state directory (state_dir), when there is one
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -63,12 +67,14 @@ class Running:
     async def stop(self, grace: float = 5.0) -> None:
         await self._health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.state is not None:  # no span is taken from here on: the next process's boundary
+            self.state.state.beat()
         await self.receiver.settle(grace)
         for task in self._tasks:
             task.cancel()
         if self.forward_queue is not None:  # the spans senders were told are taken, before their findings
             await self.forward_queue.drain(timeout=grace)
-        self.findings.put(self.assembler.flush())
+        self.findings.put(self.assembler.flush(shutdown=True))
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
         if self.annotator is not None:
@@ -79,6 +85,8 @@ class Running:
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
+        if self.state is not None:
+            self.state.close()
         local_receivers.withdraw(self.note)
         _log.info("otel-loopguard receiver stopped")
 
@@ -94,11 +102,19 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
+    queued = not config.findings_only and config.forward_queue_bytes > 0
+    state = (open_state(config.state_dir, config.state_fsync, config.dedupe_size, config.dedupe_seconds, queued)
+             if config.state_dir else None)
     forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
-                              config.forward_consumers, config.forward_timeout_seconds)
+                              config.forward_consumers, config.forward_timeout_seconds,
+                              state.spool if state is not None else None)
+    if forward_queue is not None and state is not None:
+        forward_queue.requeue(state.recovered)
     findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
-    deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
+    deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
+    if state is not None:
+        assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
 
     server = grpc.aio.server(
@@ -119,6 +135,8 @@ async def start(config: ReceiverConfig) -> Running:
         metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen, certificates, tokens)
     except OSError as exc:
         await downstream.close()
+        if state is not None:
+            state.close()
         raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     problem = _cannot_bind(config.listen)
     try:
@@ -131,6 +149,8 @@ async def start(config: ReceiverConfig) -> Running:
         if metrics_server is not None:
             metrics_server.close()
         await downstream.close()
+        if state is not None:
+            state.close()
         raise OSError(f"cannot listen on {config.listen} ({problem or 'in use, or not an address of this host'})")
     await server.start()
     for name in ("", SERVICE):
@@ -139,7 +159,7 @@ async def start(config: ReceiverConfig) -> Running:
     if forward_queue is not None:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
-    ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -158,7 +178,7 @@ async def start(config: ReceiverConfig) -> Running:
     # install() in an app on this machine reads it: an exporter aimed at `forward` bypasses us.
     note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note)
+                   tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note, state)
 
 
 def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
@@ -233,10 +253,12 @@ async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Option
     return server, bound
 
 
-async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics) -> None:
+async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened]) -> None:
     while True:
         await asyncio.sleep(TICK_SECONDS)
         try:
+            if state is not None:
+                state.state.beat()
             findings.put(assembler.tick())
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))

@@ -115,7 +115,8 @@ class TraceReceiver:
         """Queue the unique spans for the downstream, then remember and judge them."""
         assert self._queue is not None
         if fresh:
-            self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh))
+            self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh),
+                            b"".join(d.key for d in fresh))
         self._accept(decoded.spans, decoded.rejected, fresh, dropped)
 
     async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
