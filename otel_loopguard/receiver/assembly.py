@@ -60,6 +60,7 @@ class RunAssembler:
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
         self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
+        self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -109,7 +110,8 @@ class RunAssembler:
 
     def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
         """receiver/restart.py, rule 2: a run under way before this process started."""
-        if self.restart is None or buffer.cut_reason is not None or not self.restart.cut(buffer.opened_at, d.start):
+        if (self.restart is None or buffer.cut_reason is not None or buffer.restored
+                or not self.restart.cut(buffer.opened_at, d.start)):
             return []
         self._metrics.inc("runs_cut_by_restart_total")
         root = buffer.roots.get(d.trace_id.hex())
@@ -153,6 +155,25 @@ class RunAssembler:
                 _log.exception("could not advance run %s", run_id)
         return out
 
+    # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
+    def adopt(self, buffer: RunBuffer, traces: list[bytes]) -> None:
+        """A run restored from a snapshot takes its place as if it had never left."""
+        self.runs[buffer.run_id] = buffer
+        self.buffered_calls += buffer.buffered
+        for trace in traces:
+            buffer.traces.add(trace)
+            self._trace_runs.setdefault(trace, set()).add(buffer.run_id)
+        self._metrics.set_gauge("runs_open", len(self.runs))
+
+    def release_for_snapshot(self) -> list[RunBuffer]:
+        """At shutdown: the open runs a snapshot can carry to the next process (their inputs
+        kept, their root not ended), taken out of this one unjudged."""
+        out = [b for b in self.runs.values() if b.journal is not None and b.root_ended_at is None]
+        for buffer in out:
+            del self.runs[buffer.run_id]
+            self.buffered_calls -= buffer.buffered
+        return out
+
     def flush(self, shutdown: bool = False) -> list[Span]:
         """Complete every open run; at `shutdown`, those not yet whole are marked cut
         (receiver/restart.py, rule 1) rather than scored on half their calls."""
@@ -177,6 +198,8 @@ class RunAssembler:
             first_seq = self._completed.get(run_id) or 1
             buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq,
                                                          self._config.dense_seq)
+            if self.journal_runs:
+                buffer.journal = []
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)

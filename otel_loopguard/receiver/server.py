@@ -31,6 +31,7 @@ from .phoenix import PhoenixAnnotator
 from .reload import Reloader
 from .restart import RestartRule
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
+from . import snapshot
 from .service import SERVICE, TraceReceiver
 from .state import Opened, open_state
 
@@ -74,6 +75,8 @@ class Running:
             task.cancel()
         if self.forward_queue is not None:  # the spans senders were told are taken, before their findings
             await self.forward_queue.drain(timeout=grace)
+        if self.state is not None:
+            self._save_open_runs(self.state)
         self.findings.put(self.assembler.flush(shutdown=True))
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
@@ -89,6 +92,23 @@ class Running:
             self.state.close()
         local_receivers.withdraw(self.note)
         _log.info("otel-loopguard receiver stopped")
+
+
+    def _save_open_runs(self, state: Opened) -> None:
+        """Open runs go to the state directory unjudged, for the next process to go on with;
+        if they cannot be written they are judged here, as cut (restart.py)."""
+        runs = self.assembler.release_for_snapshot()
+        if not runs:
+            return
+        try:
+            saved = snapshot.save(state.state.path, runs, self.assembler.fingerprinter, time.monotonic(),
+                                  state.dense_seq)
+            _log.info("shutdown: %d open runs saved to the state directory for the next start", saved)
+        except OSError as exc:
+            _log.error("shutdown: cannot save the open runs to %s (%s): they are judged now, as cut",
+                       state.state.path, exc.strerror or exc)
+            for buffer in runs:
+                self.assembler.adopt(buffer, [])
 
 
 async def start(config: ReceiverConfig) -> Running:
@@ -115,6 +135,9 @@ async def start(config: ReceiverConfig) -> Running:
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     if state is not None:
         assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds)
+        assembler.journal_runs = True
+        state.dense_seq = config.dense_seq
+        snapshot.load(state.state.path, assembler.fingerprinter, time.monotonic(), assembler.adopt)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
 
     server = grpc.aio.server(

@@ -215,6 +215,7 @@ class Opened:
         self.spool = spool
         self.recovered = recovered
         self._log = log
+        self.dense_seq = False  # the receiver's dense_seq, saved with each open run (snapshot.py)
 
     def close(self) -> None:
         self._log.close()

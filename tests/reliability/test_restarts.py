@@ -101,52 +101,52 @@ def outcome(s: Stored) -> str:
     return str(s.attributes.get("loopguard.run.outcome"))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
-def test_a_run_cut_by_a_restart_is_never_scored_as_a_half(backend: CountingBackend, tmp_path: Path, sig: int) -> None:
-    """Untagged spans (no processor): the restart rule needs only span start times."""
-    r = receiver(backend, tmp_path, True)
+# What becomes of a looping run whose calls 1-3 reach the first process and 4-6 (with its root)
+# the second: (outcomes of its summaries, the calls the last one judged, why it was marked cut).
+SPLIT_RUN = {
+    # Saved at shutdown, restored at start: judged as the one run it is.
+    ("sigterm", True): (["scored"], 6, ()),
+    # No snapshot: the first half's judgement died with the process; the second is marked.
+    ("sigkill", True): (["incomplete_trace"], 3, ("began before this receiver started",)),
+    # In memory: the first half is judged and marked at shutdown. The second is scored on its
+    # own calls: the new process cannot tell a restart from a first start (the documented limit).
+    ("sigterm", False): (["incomplete_trace", "scored"], 3, ("receiver stopped before the run ended",)),
+    ("sigkill", False): (["scored"], 3, ()),
+}
+
+
+@pytest.mark.parametrize("sig,state", list(SPLIT_RUN), ids=[f"{s}-{'state' if t else 'memory'}" for s, t in SPLIT_RUN])
+def test_a_run_split_by_a_restart(backend: CountingBackend, tmp_path: Path, sig: str, state: bool) -> None:
+    """Untagged spans (no processor): the snapshot and the restart rule need no sequence numbers."""
+    outcomes, calls, reasons = SPLIT_RUN[(sig, state)]
+    r = receiver(backend, tmp_path, state)
     try:
         cut = handmade.Run(looping=True)
         first = [handmade.request([cut.call(i) for i in (1, 2, 3)])]
         S.send_raw(r.port, first)  # untagged calls are held until the run completes: nothing judged yet
         wait_until(lambda: spans_of(first) <= set(backend.app_counts()), 20, "the first half delivered", explain=r.logs)
-        restart(r, sig)
+        restart(r, getattr(signal, sig.upper()))
         # Negative controls: runs that begin after the restart are judged whole, loop or not.
         fresh_loop, fresh_ok = handmade.Run(looping=True), handmade.Run(looping=False)
         for run in (cut, fresh_loop, fresh_ok):
-            calls = [run.call(i) for i in ((4, 5, 6) if run is cut else range(1, 7))]
-            S.send_raw(r.port, [handmade.request([*calls, run.root()])])
+            later = [run.call(i) for i in ((4, 5, 6) if run is cut else range(1, 7))]
+            S.send_raw(r.port, [handmade.request([*later, run.root()])])
         wait_until(lambda: all(summaries_of(backend, x.run_id) for x in (fresh_loop, fresh_ok))
-                   and len(summaries_of(backend, cut.run_id)) == (2 if sig == signal.SIGTERM else 1),
-                   20, "every run judged", explain=r.logs)
+                   and len(summaries_of(backend, cut.run_id)) == len(outcomes), 20, "every run judged", explain=r.logs)
         halves = summaries_of(backend, cut.run_id)
-        assert [outcome(s) for s in halves] == ["incomplete_trace"] * len(halves)
-        reasons = " ".join(str(f.attributes["loopguard.finding.reason"])
-                           for f in findings_of(backend, cut.run_id, "incomplete_trace"))
-        assert "began before this receiver started" in reasons
-        assert ("receiver stopped before the run ended" in reasons) == (sig == signal.SIGTERM)
+        assert sorted(outcome(s) for s in halves) == outcomes
+        assert halves[-1].attributes.get("loopguard.score.tool_calls", calls) == calls
+        found = " ".join(str(f.attributes["loopguard.finding.reason"])
+                         for f in findings_of(backend, cut.run_id, "incomplete_trace"))
+        assert all(reason in found for reason in reasons) and bool(found) == bool(reasons), found
+        if calls == 6:  # judged as one: the loop is stopped once, over the calls of both processes
+            stops = [f for f in findings_of(backend, cut.run_id, "repeat") if f.severity == "stop"]
+            assert len(stops) == 1 and "restored" in r.logs()
         for run, looped in ((fresh_loop, True), (fresh_ok, False)):
             (summary,) = summaries_of(backend, run.run_id)
             assert outcome(summary) == "scored"
             assert not findings_of(backend, run.run_id, "incomplete_trace")
             assert bool([f for f in findings_of(backend, run.run_id, "repeat") if f.severity == "stop"]) == looped
-    finally:
-        r.stop()
-
-
-def test_without_a_state_dir_a_crash_leaves_the_later_half_scored(backend: CountingBackend, tmp_path: Path) -> None:
-    """The documented limit, and the control that shows the restart rule is what marks the run:
-    without a state directory the new process cannot tell a restart from a first start."""
-    r = receiver(backend, tmp_path, False)
-    try:
-        cut = handmade.Run(looping=False)
-        first = [handmade.request([cut.call(i) for i in (1, 2, 3)])]
-        S.send_raw(r.port, first)
-        wait_until(lambda: spans_of(first) <= set(backend.app_counts()), 20, "the first half delivered", explain=r.logs)
-        restart(r, signal.SIGKILL)
-        S.send_raw(r.port, [handmade.request([*(cut.call(i) for i in (4, 5, 6)), cut.root()])])
-        (summary,) = wait_until(lambda: summaries_of(backend, cut.run_id), 20, "the later half judged", explain=r.logs)
-        assert outcome(summary) == "scored" and summary.attributes.get("loopguard.score.tool_calls") == 3
     finally:
         r.stop()
 
