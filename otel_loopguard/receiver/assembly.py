@@ -61,6 +61,7 @@ class RunAssembler:
         self._tool_labels: set[str] = set()
         self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
         self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
+        self.on_complete: Optional[Callable[[str], None]] = None  # told of every completed run (judged.py)
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -245,6 +246,8 @@ class RunAssembler:
 
     def _complete(self, run_id: str) -> list[Span]:
         buffer = self.runs.pop(run_id)
+        if self.on_complete is not None:
+            self.on_complete(run_id)
         self.buffered_calls -= buffer.buffered
         try:
             out = self._emit(buffer, buffer.complete())

@@ -56,20 +56,24 @@ class ForwardQueue:
     def last_put(self) -> int:
         return self._next_id - 1
 
-    def put(self, payload: bytes, spans: int, keys: bytes = b"") -> None:
+    def put(self, payload: bytes, spans: int, keys: bytes = b"") -> Optional[Ref]:
         """Queued (and on disk, with a spool) when this returns: the sender may be answered.
         `keys`: the spans' trace id + span id, kept with the record for the next process's dedupe."""
+        ref = None
         if self._spool is not None:
-            self._refs[self._next_id] = self._spool.append(payload, spans, keys)
+            ref = self._refs[self._next_id] = self._spool.append(payload, spans, keys)
         self._items.append((self._next_id, payload, spans))
         self._next_id += 1
         self._bytes += len(payload)
         self._gauges()
         self._notify()
+        return ref
 
     def requeue(self, recovered: list[Recovered]) -> None:
         """At start: what the previous process accepted and did not deliver goes first."""
         for r in recovered:
+            if r.delivered:
+                continue
             self._refs[self._next_id] = r.ref
             self._items.append((self._next_id, r.payload, r.spans))
             self._next_id += 1

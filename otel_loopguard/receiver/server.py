@@ -32,7 +32,9 @@ from .reload import Reloader
 from .restart import RestartRule
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from . import snapshot
-from .service import SERVICE, TraceReceiver
+from .judged import JudgedLog
+from .service import SERVICE, TraceReceiver, parse_request
+from .spool import Recovered
 from .state import Opened, open_state
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -78,6 +80,8 @@ class Running:
         if self.state is not None:
             self._save_open_runs(self.state)
         self.findings.put(self.assembler.flush(shutdown=True))
+        if self.receiver.judged is not None:  # every open run is saved or judged now
+            self.receiver.judged.all_judged()
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
         if self.annotator is not None:
@@ -130,15 +134,23 @@ async def start(config: ReceiverConfig) -> Running:
                               state.spool if state is not None else None)
     if forward_queue is not None and state is not None:
         forward_queue.requeue(state.recovered)
-    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue)
+    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue,
+                            spool=state.findings if state is not None else None)
+    if state is not None:
+        findings.requeue(state.findings_recovered)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     if state is not None:
-        assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds)
         assembler.journal_runs = True
         state.dense_seq = config.dense_seq
         snapshot.load(state.state.path, assembler.fingerprinter, time.monotonic(), assembler.adopt)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
+    if state is not None and state.spool is not None:
+        receiver.judged = JudgedLog(state.spool)
+        assembler.on_complete = receiver.judged.completed
+        _judge_again(config, assembler, receiver.judged, state.recovered)
+    if state is not None:  # after the runs rebuilt above: they are whole, not cut
+        assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds)
 
     server = grpc.aio.server(
         options=[
@@ -182,7 +194,7 @@ async def start(config: ReceiverConfig) -> Running:
     if forward_queue is not None:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
-    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state), name="loopguard-tick")
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state, receiver.judged), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -202,6 +214,21 @@ async def start(config: ReceiverConfig) -> Running:
     note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
                    tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note, state)
+
+
+def _judge_again(config: ReceiverConfig, assembler: RunAssembler, judged: JudgedLog, recovered: list[Recovered]) -> None:
+    """Requests a crash left unjudged, fed to the detectors again in their order (judged.py).
+    Their findings were queued (on disk) before the crash: the replay's are not sent again."""
+    again = [r for r in recovered if not r.judged]
+    for r in again:
+        spans = parse_request(r.payload, config.run_id_attribute).spans
+        assembler.accept(spans)
+        judged.fed(r.ref, {d.run_id for d in spans if d.run_id in assembler.runs})
+    for buffer in assembler.runs.values():
+        buffer.restored = True  # whole again: not runs that began before this process (restart.py)
+    if again:
+        _log.info("state dir: %d accepted requests of %d runs still open at the crash fed to the detectors again",
+                  len(again), len(assembler.runs))
 
 
 def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
@@ -276,13 +303,16 @@ async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Option
     return server, bound
 
 
-async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened]) -> None:
+async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],
+                judged: Optional[JudgedLog]) -> None:
     while True:
         await asyncio.sleep(TICK_SECONDS)
         try:
             if state is not None:
                 state.state.beat()
             findings.put(assembler.tick())
+            if judged is not None:  # after the findings are queued (on disk): their requests are done
+                judged.settle()
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))
         except Exception:  # a bug here must not stop the receiver; it is logged loudly

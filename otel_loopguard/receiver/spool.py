@@ -1,11 +1,14 @@
 """The forward queue on disk (`state_dir`): accepted requests survive a crash or a restart.
 
 Layout under `<state_dir>/queue/`: segment files `NNNNNNNN.seg`, each a file header and then
-records appended in acceptance order, and beside each an `NNNNNNNN.ack` file of the records
-delivered (or refused for good) since, as 8-byte offsets. A record is written before its sender
-is answered; a segment whose every record is acknowledged, and that is no longer written to,
-is deleted. At start the records without an acknowledgement are read back, in order, and go
-to the downstream first.
+records appended in acceptance order, and beside each an `NNNNNNNN.ack` file of acknowledgements
+(8 bytes each: the record's offset times two, plus its kind). A record of the forward queue needs
+two: DELIVERED (the downstream took it, or refused it for good) and JUDGED (every run it fed
+has been completed and its findings queued, receiver/judged.py); a record of the finding queue
+needs only the first. A record is written before its sender is answered; a segment whose every
+record has all its acknowledgements, and that is no longer written to, is deleted. At start the
+records still missing one are read back, in order: undelivered ones go to the downstream first,
+unjudged ones are fed to the detectors again (a crash lost the runs they were part of).
 
 Record: a 16-byte header (payload length, span count, keys length, CRC-32 of payload + keys),
 the request bytes, then the (trace id + span id) keys of its spans, so the dedupe table of the
@@ -37,6 +40,7 @@ _log = logging.getLogger("otel_loopguard.receiver")
 MAGIC = b"OLGQ\x01\x00\x00\x00"  # "otel-loopguard queue", format version 1
 _RECORD = struct.Struct("<IIII")  # payload length, spans, keys length, crc32(payload + keys)
 _ACK = struct.Struct("<Q")
+DELIVERED, JUDGED = 0, 1
 SEGMENT_BYTES = 16 * 1024 * 1024  # a new segment after this many bytes: old ones can be deleted
 
 
@@ -54,14 +58,19 @@ class Recovered:
     payload: bytes
     spans: int
     keys: bytes  # 24 bytes a span: trace id + span id
+    delivered: bool = False
+    judged: bool = True  # a spool that does not ask for JUDGED counts every record judged
 
 
 class Spool:
-    def __init__(self, directory: Path, fsync: bool = False, segment_bytes: int = SEGMENT_BYTES):
+    def __init__(self, directory: Path, fsync: bool = False, segment_bytes: int = SEGMENT_BYTES,
+                 acks: int = 1):
+        """`acks`: 1 (DELIVERED only) or 2 (DELIVERED and JUDGED) before a record is done."""
+        self._needed = acks
         self._dir = directory
         self._fsync = fsync
         self._segment_bytes = segment_bytes
-        self._pending: dict[int, int] = {}  # segment -> records not yet acknowledged
+        self._pending: dict[int, int] = {}  # segment -> acknowledgements still missing
         self._acks: dict[int, int] = {}  # segment -> fd of its .ack file (opened on first use)
         self._active = 0
         self._fd: Optional[int] = None
@@ -79,13 +88,18 @@ class Spool:
         self._open_active()
         salvaged = [r for r in out if r.ref.segment not in self._pending]  # from files set aside
         kept = [r for r in out if r.ref.segment in self._pending]
-        for r in salvaged:  # written again, into the new segment, before anyone is answered
-            kept.append(Recovered(self.append(r.payload, r.spans, r.keys), r.payload, r.spans, r.keys))
+        for r in salvaged:  # written again, into the new segment, with what was acknowledged of it
+            ref = self.append(r.payload, r.spans, r.keys)
+            for kind, done in ((DELIVERED, r.delivered), (JUDGED, r.judged and self._needed > 1)):
+                if done:
+                    self.ack(ref, kind)
+            kept.append(Recovered(ref, r.payload, r.spans, r.keys, r.delivered, r.judged))
         for number in [n for n, count in self._pending.items() if count == 0 and n != self._active]:
             self._delete(number)
-        if kept:
-            _log.info("state dir: %d accepted requests (%d spans) not yet delivered are queued again",
-                      len(kept), sum(r.spans for r in kept))
+        undelivered = [r for r in kept if not r.delivered]
+        if undelivered:
+            _log.info("state dir %s: %d accepted requests (%d spans) not yet delivered are queued again", self._dir,
+                      len(undelivered), sum(r.spans for r in undelivered))
         return kept
 
     def _recover_segment(self, number: int) -> list[Recovered]:
@@ -93,10 +107,16 @@ class Spool:
         data = path.read_bytes()
         acked = self._read_acks(number)
         records, problem = _parse(data)
-        out = [Recovered(Ref(number, offset), payload, spans, keys) for offset, payload, spans, keys in records
-               if offset not in acked]
+        out: list[Recovered] = []
+        missing = 0
+        for offset, payload, spans, keys in records:
+            kinds = acked.get(offset, set())
+            delivered, judged = DELIVERED in kinds, self._needed < 2 or JUDGED in kinds
+            if not (delivered and judged):
+                out.append(Recovered(Ref(number, offset), payload, spans, keys, delivered, judged))
+                missing += (not delivered) + (not judged)
         if problem is None:
-            self._pending[number] = len(out)
+            self._pending[number] = missing
             return out
         aside = path.with_suffix(".corrupt")
         _log.error("state dir: %s %s; its %d readable records are kept, the file is set aside as %s",
@@ -107,13 +127,17 @@ class Spool:
             os.replace(ack, ack.with_suffix(".ack.corrupt"))
         return out
 
-    def _read_acks(self, number: int) -> set[int]:
+    def _read_acks(self, number: int) -> dict[int, set[int]]:
         try:
             data = self._path(number, "ack").read_bytes()
         except FileNotFoundError:
-            return set()
+            return {}
         whole = len(data) - len(data) % _ACK.size  # a torn last entry: that record is sent again
-        return {_ACK.unpack_from(data, i)[0] for i in range(0, whole, _ACK.size)}
+        out: dict[int, set[int]] = {}
+        for i in range(0, whole, _ACK.size):
+            entry = _ACK.unpack_from(data, i)[0]
+            out.setdefault(entry >> 1, set()).add(entry & 1)
+        return out
 
     # -- running -------------------------------------------------------------------
     def append(self, payload: bytes, spans: int, keys: bytes) -> Ref:
@@ -126,11 +150,12 @@ class Spool:
         if self._fsync:
             os.fsync(self._fd)
         self._size += _RECORD.size + len(payload) + len(keys)
-        self._pending[self._active] = self._pending.get(self._active, 0) + 1
+        self._pending[self._active] = self._pending.get(self._active, 0) + self._needed
         return ref
 
-    def ack(self, ref: Ref) -> None:
-        """Delivered, or refused for good: never sent again. A segment done with is deleted."""
+    def ack(self, ref: Ref, kind: int = DELIVERED) -> None:
+        """DELIVERED: taken or refused for good, never sent again; JUDGED: never fed to the
+        detectors again. A segment done with is deleted."""
         left = self._pending.get(ref.segment, 0) - 1
         self._pending[ref.segment] = left
         if left <= 0 and ref.segment != self._active:
@@ -140,7 +165,7 @@ class Spool:
         if fd is None:
             fd = self._acks[ref.segment] = os.open(self._path(ref.segment, "ack"),
                                                    os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        write_all(fd, _ACK.pack(ref.offset))
+        write_all(fd, _ACK.pack(ref.offset << 1 | kind))
 
     def close(self) -> None:
         for fd in [*self._acks.values(), *([self._fd] if self._fd is not None else [])]:

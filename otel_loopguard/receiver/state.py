@@ -2,7 +2,8 @@
 
 - `lock`: held (flock) while a receiver runs; a second receiver on the same directory stops at
   start with a clear error instead of interleaving its queue with the first one's.
-- `queue/`: the forward queue (spool.py).
+- `queue/`: the forward queue (spool.py); `findings/`: finding and run spans not yet delivered
+  (the same format).
 - `dedupe/0.log`, `dedupe/1.log`: the (trace id, span id) keys of every accepted request, with
   the wall-clock time they were accepted, so a sender's retry after a restart is recognised as
   a duplicate and not forwarded twice. Two generations: when the one being written holds
@@ -55,9 +56,11 @@ class StateDir:
                               "(each receiver needs its own state directory)") from None
         self.previous_alive_ns = self._read_alive()
         self._alive = os.open(self.path / "alive", os.O_RDWR | os.O_CREAT, 0o600)
+        self.beat()  # at once: a process killed before its first tick still leaves its time
 
     def spool(self) -> Spool:
-        return Spool(self.path / "queue", fsync=self.fsync)
+        """The forward queue's: a record is done once delivered and judged (judged.py)."""
+        return Spool(self.path / "queue", fsync=self.fsync, acks=2)
 
     def _read_alive(self) -> Optional[int]:
         try:
@@ -158,13 +161,13 @@ class DedupeLog:
         return self._dir / f"{gen}.log"
 
 
-class PersistentDeduper:
+class PersistentDeduper(SpanDeduper):
     """A SpanDeduper whose accepted keys also go to the dedupe log, and that knows the keys a
     previous process accepted (as duplicates, whatever their content: see the module docstring)."""
 
-    def __init__(self, inner: SpanDeduper, log: DedupeLog, restored: dict[bytes, int], ttl_seconds: float,
+    def __init__(self, max_size: int, ttl_seconds: float, log: DedupeLog, restored: dict[bytes, int],
                  wall: Callable[[], int] = time.time_ns):
-        self._inner = inner
+        super().__init__(max_size, ttl_seconds)
         self._log = log
         self._restored = restored
         self._ttl_ns = int(ttl_seconds * 1e9)
@@ -187,21 +190,15 @@ class PersistentDeduper:
                 if self._wall() - at < self._ttl_ns:
                     return DUPLICATE
                 del self._restored[key]
-        return self._inner.check(key, content)
+        return super().check(key, content)
 
     def remember_all(self, spans: Iterable[tuple[Key, Content]]) -> None:
         spans = list(spans)
-        self._inner.remember_all(spans)
+        super().remember_all(spans)
         self._log.append(b"".join(key for key, _ in spans))
 
-    def remember(self, key: Key, content: Content) -> None:
-        self.remember_all(((key, content),))
-
     def __len__(self) -> int:
-        return len(self._inner) + len(self._restored)
-
-    def __getattr__(self, name: str) -> Any:  # evictions and anything else the deduper grows
-        return getattr(self._inner, name)
+        return super().__len__() + len(self._restored)
 
 
 class Opened:
@@ -209,7 +206,9 @@ class Opened:
     for the forward queue (None without a queue) and what the previous process left in it."""
 
     def __init__(self, state: StateDir, deduper: PersistentDeduper, log: DedupeLog, spool: Optional[Spool],
-                 recovered: list[Any]):
+                 recovered: list[Any], findings: Spool, findings_recovered: list[Any]):
+        self.findings = findings
+        self.findings_recovered = findings_recovered
         self.state = state
         self.deduper = deduper
         self.spool = spool
@@ -225,7 +224,7 @@ class Opened:
 def open_state(path: str, fsync: bool, dedupe_size: int, dedupe_seconds: float, queue: bool) -> Opened:
     state = StateDir(path, fsync)
     log = DedupeLog(state.path / "dedupe", dedupe_size, dedupe_seconds, fsync)
-    deduper = PersistentDeduper(SpanDeduper(dedupe_size, dedupe_seconds), log, log.load(), dedupe_seconds)
+    deduper = PersistentDeduper(dedupe_size, dedupe_seconds, log, log.load())
     spool, recovered = None, []
     if queue:
         spool = state.spool()
@@ -236,7 +235,9 @@ def open_state(path: str, fsync: bool, dedupe_size: int, dedupe_seconds: float, 
         _log.warning("state dir: %s holds queued requests, but this receiver has no forward queue "
                      "(forward_queue_bytes 0 or findings-only): they stay there until one starts with it",
                      state.path / "queue")
+    findings = Spool(state.path / "findings", fsync=fsync)
+    findings_recovered = findings.recover()
     if state.previous_alive_ns is not None:
         _log.info("state dir %s: a previous receiver was alive until %s; %d span keys remembered",
                   path, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(state.previous_alive_ns / 1e9)), len(deduper))
-    return Opened(state, deduper, log, spool, recovered)
+    return Opened(state, deduper, log, spool, recovered, findings, findings_recovered)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from otel_loopguard.receiver.config import ConfigError
-from otel_loopguard.receiver.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from otel_loopguard.receiver.dedupe import CONFLICT, DUPLICATE, NEW
 from otel_loopguard.receiver.spool import Spool
 from otel_loopguard.receiver.state import DedupeLog, PersistentDeduper, StateDir
 
@@ -106,13 +106,13 @@ def test_a_restored_key_is_a_duplicate_whatever_its_content_and_new_keys_still_w
     log = DedupeLog(tmp_path, size=100, ttl_seconds=600)
     log.load()
     key = keys(1)
-    deduper = PersistentDeduper(SpanDeduper(100, 600), log, {key: 0}, 600, wall=lambda: 1)
+    deduper = PersistentDeduper(100, 600, log, {key: 0}, wall=lambda: 1)
     assert deduper.check(key, 12345) == DUPLICATE  # the content id is a per-process hash: not compared
     other = keys(1, 7)
     assert deduper.check(other, 1) == NEW
     deduper.remember_all([(other, 1)])
     assert deduper.check(other, 2) == CONFLICT
-    later = PersistentDeduper(SpanDeduper(100, 600), log, {key: 0}, 600, wall=lambda: 601 * 10**9)
+    later = PersistentDeduper(100, 600, log, {key: 0}, wall=lambda: 601 * 10**9)
     assert later.check(key, 1) == NEW  # past its TTL
 
 
