@@ -10,7 +10,8 @@ import pytest
 
 from otel_loopguard.receiver.config import ConfigError
 from otel_loopguard.receiver.dedupe import CONFLICT, DUPLICATE, NEW
-from otel_loopguard.receiver.spool import Spool
+from otel_loopguard.receiver.judged import JudgedLog
+from otel_loopguard.receiver.spool import DELIVERED, JUDGED, Spool
 from otel_loopguard.receiver.state import DedupeLog, PersistentDeduper, StateDir
 
 
@@ -135,3 +136,34 @@ def test_the_alive_stamp_tells_the_next_process_when_this_one_stopped(tmp_path: 
     second = StateDir(str(tmp_path))
     assert second.previous_alive_ns == stamp
     second.close()
+
+
+def test_a_forward_record_stays_until_delivered_and_judged(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, acks=2, segment_bytes=100)
+    spool.recover()
+    refs = [spool.append(b"x" * 80, 1, keys(1, i)) for i in range(3)]  # one record a segment
+    spool.ack(refs[0], DELIVERED)  # delivered, its run still open
+    spool.ack(refs[1], JUDGED)  # judged, the downstream still down
+    spool.ack(refs[2], DELIVERED)
+    spool.ack(refs[2], JUDGED)
+    again = {r.ref: (r.delivered, r.judged) for r in Spool(tmp_path, acks=2).recover()}
+    assert again == {refs[0]: (True, False), refs[1]: (False, True)}
+
+
+def test_judged_log_lets_a_request_go_once_every_run_it_fed_completed(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, acks=2)
+    spool.recover()
+    log = JudgedLog(spool, max_tracked=2)
+    a, b, c, d = (spool.append(b"r", 1, keys(1, i)) for i in range(4))
+    for ref in (a, b, c, d):
+        spool.ack(ref, DELIVERED)
+    log.fed(a, {"run-1", "run-2"})
+    log.fed(b, {"run-2"})
+    log.fed(c, set())  # fed no open run: judged at once
+    log.completed("run-2")
+    log.settle()
+    # run-1 is still open (a), d has not been fed yet; b and c are done
+    assert {r.ref for r in Spool(tmp_path, acks=2).recover() if not r.judged} == {a, d}
+    log.fed(d, {"run-3"})
+    log.fed(spool.append(b"r", 1, keys(1, 9)), {"run-4"})  # past max_tracked: the oldest (a) is let go
+    assert a not in {r.ref for r in Spool(tmp_path, acks=2).recover() if not r.judged}
