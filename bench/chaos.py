@@ -19,6 +19,8 @@ With a state directory (--state-dir) and a slow backend (300 ms a request), the 
 processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
 - sigterm-slow / sigkill-slow:              in memory (the control);
 - sigterm-state / sigkill-state[-plain]:    with --state-dir;
+- sigkill-slow-sync / sigkill-state-sync[-plain]: the synchronous mode (--forward-queue-bytes 0),
+                                            where duplicates appeared before the state directory;
 - outage-sigkill / outage-sigkill-state:    SIGKILL in the middle of a 30 s outage.
 Figures: docs/reliability.md.
 """
@@ -121,6 +123,9 @@ SCENARIOS: dict[str, Scenario] = {
     "sigterm-state-plain": (STATE, restart(signal.SIGTERM), SLOW, False),
     "sigkill-state-plain": (STATE, restart(signal.SIGKILL), SLOW, False),
     "sigkill-slow-plain": ([], restart(signal.SIGKILL), SLOW, False),
+    "sigkill-slow-sync": (["--forward-queue-bytes", "0"], restart(signal.SIGKILL), SLOW, True),
+    "sigkill-state-sync": (["--forward-queue-bytes", "0", *STATE], restart(signal.SIGKILL), SLOW, True),
+    "sigkill-state-sync-plain": (["--forward-queue-bytes", "0", *STATE], restart(signal.SIGKILL), SLOW, False),
     "outage-sigkill": ([], outage_with_crash, 0.0, True),
     "outage-sigkill-state": (STATE, outage_with_crash, 0.0, True),
 }

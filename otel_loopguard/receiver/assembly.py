@@ -112,7 +112,7 @@ class RunAssembler:
     def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
         """receiver/restart.py, rule 2: a run under way before this process started."""
         if (self.restart is None or buffer.cut_reason is not None or buffer.restored
-                or not self.restart.cut(buffer.opened_at, d.start)):
+                or not self.restart.cut(buffer.opened_at, d.start, buffer.run_id)):
             return []
         self._metrics.inc("runs_cut_by_restart_total")
         root = buffer.roots.get(d.trace_id.hex())
@@ -165,6 +165,17 @@ class RunAssembler:
             buffer.traces.add(trace)
             self._trace_runs.setdefault(trace, set()).add(buffer.run_id)
         self._metrics.set_gauge("runs_open", len(self.runs))
+
+    def late_cache(self, now: float) -> dict[str, list[list[object]]]:
+        """The completed runs remembered for late spans, with ages, oldest first (snapshot.py)."""
+        return {"runs": [[run_id, seq] for run_id, seq in self._completed.items()],
+                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in self._completed_traces.items()]}
+
+    def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]], now: float) -> None:
+        for run_id, seq in runs:
+            self._completed.put(run_id, seq)
+        for run_id, trace, age in traces:
+            self._completed_traces.put((run_id, trace), now - age)
 
     def release_for_snapshot(self) -> list[RunBuffer]:
         """At shutdown: the open runs a snapshot can carry to the next process (their inputs

@@ -9,7 +9,7 @@ neither part is scored as a passing run (both say `incomplete_trace`, docs/relia
    ended already (then the run is whole, only its grace period was left). Findings it raised
    stand: a loop already seen is reported either way.
 
-2. **After a restart** (with a `state_dir`, which tells the new process until when its
+2. **After a crash** (with a `state_dir`, which tells the new process until when its
    predecessor was alive, `alive_ns`): a run is marked `incomplete_trace` ("it began before
    this receiver started ...") when
    - the run was opened (its first span arrived) within `restart_window_seconds` of this
@@ -22,6 +22,11 @@ neither part is scored as a passing run (both say `incomplete_trace`, docs/relia
    the restart are never marked (every span of theirs started after `alive_ns`), nor are runs
    first seen after the window (a conversation resumed much later is a new run, as without a
    restart). A span of an old run that shows up only after the window does not mark it.
+   When the previous process left an exact account, start times are not needed: after a
+   clean shutdown the snapshot restores its open runs and late cache and names the runs rule 1
+   cut; after a crash with the forward queue on disk, its open runs are rebuilt from the queue
+   (judged.py) and the runs it completed are listed. Then only runs it judged or cut are marked
+   when spans of theirs arrive here; any other run is whole or new.
    Without a state directory the new process cannot tell a restart from a first start, and
    spans replayed from an old recording would look like a cut run: the rule is off, and only
    the sequence numbers of the processor (a gap) mark a run cut by a crash.
@@ -40,21 +45,33 @@ CUT_AT_SHUTDOWN = ("the receiver stopped before the run ended: judged on the cal
 
 
 class RestartRule:
-    """Rule 2 above; pure: times in, a verdict out."""
+    """Rule 2 above; pure: times in, a verdict out.
 
-    def __init__(self, previous_alive_ns: Optional[int], started_at: float, window_seconds: float):
+    When the previous process left an exact account (`clean`): a snapshot at a clean shutdown
+    (its open runs restored, its late cache, the runs it judged as cut), or, after a crash, a
+    forward queue that keeps each request until its runs are judged (its open runs rebuilt,
+    the runs it completed listed), only the runs it judged or cut (`known_cut`) are marked
+    when they go on here; start times are not needed."""
+
+    def __init__(self, previous_alive_ns: Optional[int], started_at: float, window_seconds: float,
+                 clean: bool = False, known_cut: frozenset[str] = frozenset()):
         self._boundary = None if previous_alive_ns is None else previous_alive_ns + int(HEARTBEAT_SECONDS * 2e9)
         self._until = started_at + window_seconds
+        self._clean = clean
+        self._known_cut = known_cut
 
     @property
     def active(self) -> bool:
         return self._boundary is not None
 
-    def cut(self, opened_at: float, span_start_ns: int) -> bool:
+    def cut(self, opened_at: float, span_start_ns: int, run_id: str = "") -> bool:
         """Whether a span that started at `span_start_ns` shows its run (opened at `opened_at`,
         on the monotonic clock) to have begun while the previous receiver was alive."""
-        return (self._boundary is not None and opened_at <= self._until
-                and 0 < span_start_ns <= self._boundary)
+        if self._boundary is None or opened_at > self._until:
+            return False
+        if self._clean:
+            return run_id in self._known_cut
+        return 0 < span_start_ns <= self._boundary
 
     def reason(self) -> str:
         return ("the run began before this receiver started, while the previous receiver still took spans: "

@@ -22,6 +22,7 @@ from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
+from .runs import RunBuffer
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
@@ -32,9 +33,9 @@ from .reload import Reloader
 from .restart import RestartRule
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from . import snapshot
-from .judged import JudgedLog
+from .judged import CompletedRuns, JudgedLog
 from .service import SERVICE, TraceReceiver, parse_request
-from .spool import Recovered
+from .spool import Recovered, Ref
 from .state import Opened, open_state
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -77,11 +78,14 @@ class Running:
             task.cancel()
         if self.forward_queue is not None:  # the spans senders were told are taken, before their findings
             await self.forward_queue.drain(timeout=grace)
-        if self.state is not None:
-            self._save_open_runs(self.state)
+        saving = self.assembler.release_for_snapshot() if self.state is not None else []
+        cut = [b.run_id for b in self.assembler.runs.values() if b.root_ended_at is None and b.tool_calls_seen]
         self.findings.put(self.assembler.flush(shutdown=True))
+        if self.state is not None:
+            self._save_open_runs(self.state, saving, cut)
         if self.receiver.judged is not None:  # every open run is saved or judged now
             self.receiver.judged.all_judged()
+            self.receiver.judged.close()
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
         if self.annotator is not None:
@@ -98,21 +102,21 @@ class Running:
         _log.info("otel-loopguard receiver stopped")
 
 
-    def _save_open_runs(self, state: Opened) -> None:
-        """Open runs go to the state directory unjudged, for the next process to go on with;
-        if they cannot be written they are judged here, as cut (restart.py)."""
-        runs = self.assembler.release_for_snapshot()
-        if not runs:
-            return
+    def _save_open_runs(self, state: Opened, runs: list[RunBuffer], cut: list[str]) -> None:
+        """Open runs go to the state directory unjudged, for the next process to go on with, with
+        the late cache and the runs judged as cut; if they cannot be written they are judged
+        here, as cut (restart.py)."""
+        now = time.monotonic()
         try:
-            saved = snapshot.save(state.state.path, runs, self.assembler.fingerprinter, time.monotonic(),
-                                  state.dense_seq)
+            saved = snapshot.save(state.state.path, runs, self.assembler.fingerprinter, now, state.dense_seq,
+                                  self.assembler.late_cache(now), cut)
             _log.info("shutdown: %d open runs saved to the state directory for the next start", saved)
         except OSError as exc:
             _log.error("shutdown: cannot save the open runs to %s (%s): they are judged now, as cut",
                        state.state.path, exc.strerror or exc)
             for buffer in runs:
                 self.assembler.adopt(buffer, [])
+            self.findings.put(self.assembler.flush(shutdown=True))
 
 
 async def start(config: ReceiverConfig) -> Running:
@@ -140,17 +144,9 @@ async def start(config: ReceiverConfig) -> Running:
         findings.requeue(state.findings_recovered)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
-    if state is not None:
-        assembler.journal_runs = True
-        state.dense_seq = config.dense_seq
-        snapshot.load(state.state.path, assembler.fingerprinter, time.monotonic(), assembler.adopt)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
-    if state is not None and state.spool is not None:
-        receiver.judged = JudgedLog(state.spool)
-        assembler.on_complete = receiver.judged.completed
-        _judge_again(config, assembler, receiver.judged, state.recovered)
-    if state is not None:  # after the runs rebuilt above: they are whole, not cut
-        assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds)
+    if state is not None:
+        _restore(config, state, assembler, receiver)
 
     server = grpc.aio.server(
         options=[
@@ -216,12 +212,39 @@ async def start(config: ReceiverConfig) -> Running:
                    tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note, state)
 
 
-def _judge_again(config: ReceiverConfig, assembler: RunAssembler, judged: JudgedLog, recovered: list[Recovered]) -> None:
-    """Requests a crash left unjudged, fed to the detectors again in their order (judged.py).
-    Their findings were queued (on disk) before the crash: the replay's are not sent again."""
+def _restore(config: ReceiverConfig, state: Opened, assembler: RunAssembler, receiver: TraceReceiver) -> None:
+    """What the previous process left in the state directory: the open runs of a clean shutdown
+    (snapshot.py) and its late cache, or the requests a crash left unjudged (judged.py); then
+    the rule for runs it may have cut (restart.py), which spares the runs rebuilt here."""
+    assembler.journal_runs = True
+    state.dense_seq = config.dense_seq
+    header = snapshot.load(state.state.path, assembler.fingerprinter, time.monotonic(), assembler.adopt)
+    if header is not None:
+        assembler.restore_late_cache(header.late_runs, header.late_traces, time.monotonic())
+    done: dict[str, Ref] = {}
+    if state.spool is not None:
+        completed = CompletedRuns(state.state.path / "completed-runs")
+        done = completed.load()
+        receiver.judged = JudgedLog(state.spool, completed=completed)
+        assembler.on_complete = receiver.judged.completed
+        _judge_again(config, assembler, receiver.judged, state.recovered, done)
+    # Known exactly what the previous process had (a snapshot, or a queue that keeps requests
+    # until judged): only its runs judged or cut are marked when they go on here. Otherwise
+    # span start times decide (restart.py).
+    known = set(done) | set(header.cut if header is not None else ())
+    assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds,
+                                    clean=header is not None or state.spool is not None, known_cut=frozenset(known))
+
+
+def _judge_again(config: ReceiverConfig, assembler: RunAssembler, judged: JudgedLog, recovered: list[Recovered],
+                 done: dict[str, Ref]) -> None:
+    """Requests a crash left unjudged, fed to the detectors again in their order (judged.py),
+    without the spans of runs completed before the crash (`done`). Their findings were queued
+    (on disk) before the crash: the replay's are not sent again."""
     again = [r for r in recovered if not r.judged]
     for r in again:
-        spans = parse_request(r.payload, config.run_id_attribute).spans
+        spans = [d for d in parse_request(r.payload, config.run_id_attribute).spans
+                 if d.run_id is None or not _before(r.ref, done.get(d.run_id))]
         assembler.accept(spans)
         judged.fed(r.ref, {d.run_id for d in spans if d.run_id in assembler.runs})
     for buffer in assembler.runs.values():
@@ -229,6 +252,10 @@ def _judge_again(config: ReceiverConfig, assembler: RunAssembler, judged: Judged
     if again:
         _log.info("state dir: %d accepted requests of %d runs still open at the crash fed to the detectors again",
                   len(again), len(assembler.runs))
+
+
+def _before(ref: Ref, upto: Optional[Ref]) -> bool:
+    return upto is not None and (ref.segment, ref.offset) <= (upto.segment, upto.offset)
 
 
 def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:

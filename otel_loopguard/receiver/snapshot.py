@@ -195,11 +195,13 @@ def _seconds(value: Any) -> float:
 
 
 # -- the file --------------------------------------------------------------------------------------
-def save(directory: Path, runs: list[RunBuffer], fp: Fingerprinter, now: float, dense_seq: bool) -> int:
-    """Write the runs; returns how many were written."""
+def save(directory: Path, runs: list[RunBuffer], fp: Fingerprinter, now: float, dense_seq: bool,
+         late: Optional[dict[str, Any]] = None, cut: Optional[list[str]] = None) -> int:
+    """Write the runs (with the late cache and the ids of the runs judged as cut at this
+    shutdown, in the header); returns how many runs were written."""
     path, tmp = directory / FILE, directory / (FILE + ".tmp")
     header = {"format": FORMAT, "version": VERSION, "key_id": fp.key_id, "policy": fp.policy.version,
-              "written_ns": time.time_ns()}
+              "written_ns": time.time_ns(), "late": late or {"runs": [], "traces": []}, "cut": cut or []}
     with open(tmp, "w", encoding="utf-8") as out:
         os.chmod(tmp, 0o600)
         out.write(json.dumps(header) + "\n")
@@ -211,20 +213,30 @@ def save(directory: Path, runs: list[RunBuffer], fp: Fingerprinter, now: float, 
     return len(runs)
 
 
+class Header:
+    """What a clean shutdown said besides its open runs: the late cache and the runs it cut."""
+
+    def __init__(self, late_runs: list[tuple[str, int]], late_traces: list[tuple[str, bytes, float]], cut: list[str]):
+        self.late_runs, self.late_traces, self.cut = late_runs, late_traces, cut
+
+
 def load(directory: Path, fp: Fingerprinter, now: float,
-         adopt: Callable[[RunBuffer, list[bytes]], None]) -> int:
-    """Restore the runs of a snapshot through `adopt`; returns how many. The file is deleted
-    (or set aside, when it cannot be used) either way."""
+         adopt: Callable[[RunBuffer, list[bytes]], None]) -> Optional[Header]:
+    """Restore the runs of a snapshot through `adopt`; the header of a usable snapshot (None:
+    none, or one set aside). The file is deleted (or set aside) either way."""
     path = directory / FILE
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        return 0
+        return None
     except (OSError, UnicodeDecodeError) as exc:
-        return _reject(path, f"cannot be read ({exc})")
+        _reject(path, f"cannot be read ({exc})")
+        return None
     problem = _header_problem(lines[0] if lines else "", fp)
     if problem:
-        return _reject(path, problem, len(lines) - 1)
+        _reject(path, problem, len(lines) - 1)
+        return None
+    header = _header(json.loads(lines[0]), path)
     restored = 0
     for number, line in enumerate(lines[1:], start=2):
         try:
@@ -237,7 +249,32 @@ def load(directory: Path, fp: Fingerprinter, now: float,
         restored += 1
     path.unlink()
     _log.info("state dir: %d open runs restored from the last shutdown", restored)
-    return restored
+    return header
+
+
+def _header(data: dict[str, Any], path: Path) -> Header:
+    """The late cache and cut runs, each entry checked; a bad part is dropped with a log line."""
+    late, cut = data.get("late"), data.get("cut")
+    runs: list[tuple[str, int]] = []
+    traces: list[tuple[str, bytes, float]] = []
+    try:
+        if not isinstance(late, dict) or not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):
+            raise SnapshotError("late or cut: not of the expected form")
+        for entry in late.get("runs", []):
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                    and isinstance(entry[1], int) and not isinstance(entry[1], bool)):
+                raise SnapshotError("late.runs: expected [run id, next sequence number]")
+            runs.append((entry[0], entry[1]))
+        for entry in late.get("traces", []):
+            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                    and isinstance(entry[1], str) and len(entry[1]) == 32):
+                raise SnapshotError("late.traces: expected [run id, trace id, age]")
+            traces.append((entry[0], bytes.fromhex(entry[1]), _seconds(entry[2])))
+    except (SnapshotError, ValueError) as exc:
+        _log.error("state dir: %s: the late cache of the last shutdown cannot be used (%s); late spans of runs "
+                   "completed before it are judged as cut runs", path, exc)
+        return Header([], [], [c for c in cut if isinstance(c, str)] if isinstance(cut, list) else [])
+    return Header(runs, traces, list(cut))
 
 
 def _header_problem(line: str, fp: Fingerprinter) -> Optional[str]:
@@ -257,9 +294,8 @@ def _header_problem(line: str, fp: Fingerprinter) -> Optional[str]:
     return None
 
 
-def _reject(path: Path, problem: str, runs: int = 0) -> int:
+def _reject(path: Path, problem: str, runs: int = 0) -> None:
     aside = path.with_name(path.name + ".rejected")
     _log.error("state dir: %s %s; set aside as %s, its %d runs are not restored (their later spans are judged as "
                "cut runs)", path, problem, aside.name, runs)
     os.replace(path, aside)
-    return 0

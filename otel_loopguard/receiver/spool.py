@@ -75,6 +75,7 @@ class Spool:
         self._active = 0
         self._fd: Optional[int] = None
         self._size = 0
+        self.last: Optional[Ref] = None  # the record written last
 
     # -- start -------------------------------------------------------------------
     def recover(self) -> list[Recovered]:
@@ -150,6 +151,7 @@ class Spool:
         if self._fsync:
             os.fsync(self._fd)
         self._size += _RECORD.size + len(payload) + len(keys)
+        self.last = ref
         self._pending[self._active] = self._pending.get(self._active, 0) + self._needed
         return ref
 

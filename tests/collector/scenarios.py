@@ -135,6 +135,7 @@ class Delivery:
     unjudged: int  # runs that never got a summary (no loopguard.run span)
     cut_passing: int = 0  # runs with a summary scored as passing on fewer calls than the app made
     loops_missed: int = 0  # loops neither stopped nor marked incomplete
+    finding_duplicates: int = 0  # finding and run spans stored twice (the same span id sent again)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -182,7 +183,13 @@ def delivery(backend: CountingBackend, result: dict[str, Any]) -> Delivery:
         unjudged=len((set(loops) | set(healthy)) - set(by_run(summaries))),
         cut_passing=sum(_cut_passing(by_run(summaries).get(r, [])) for r in [*loops, *healthy]),
         loops_missed=sum(not stopped(r) and not incomplete(r) for r in loops),
+        finding_duplicates=_stored_twice(backend, [*findings, *summaries]),
     )
+
+
+def _stored_twice(backend: CountingBackend, ours: Sequence[Stored]) -> int:
+    ids = {(f.trace_id, f.span_id) for f in ours}
+    return sum(n - 1 for key, n in backend.snapshot()[0].items() if key in ids)
 
 
 def _cut_passing(summaries: Sequence[Stored], calls: int = 6) -> bool:

@@ -166,9 +166,12 @@ def test_mid_stream_restart_of_an_app_on_the_sdk_exporter(tmp_path: Path, sig: i
         restart(r, sig)
         d = S.wait_delivered(backend, app.result(), 120, quiet=8, explain=r.logs)
         assert d.lost == 0, d.row()
-        assert d.cut_passing == 0 and d.loops_missed == 0, d.row()
-        assert d.duplicated == 0 or sig == signal.SIGKILL, d.row()  # SIGKILL: what was in flight is sent again
-        assert d.healthy_flagged == 0, d.row()
+        # SIGKILL: a request in flight to the backend at that moment is sent again (at most one
+        # SDK batch of 512 spans a consumer); SIGTERM waits for the answers.
+        assert d.duplicated == 0 or (sig == signal.SIGKILL and d.duplicated <= 4 * 512), d.row()
+        # Every run judged whole, once: the restart changes no verdict.
+        assert d.cut_passing == 0 and d.loops_missed == 0 and d.unjudged == 0, d.row()
+        assert d.loops_stopped == d.loops and d.runs_incomplete == 0 and d.healthy_flagged == 0, d.row()
     finally:
         r.stop()
         backend.down()
