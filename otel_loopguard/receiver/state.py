@@ -19,7 +19,6 @@ hash): a restored key counts as a duplicate whatever the span under it holds.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import struct
@@ -49,7 +48,7 @@ class StateDir:
         except OSError as exc:
             raise ConfigError(f"state_dir: cannot use {path}: {exc.strerror or exc}") from None
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(self._lock)
         except BlockingIOError:
             os.close(self._lock)
             raise ConfigError(f"state_dir: {path} is in use by another otel-loopguard receiver "
@@ -80,6 +79,15 @@ class StateDir:
         self.beat()
         os.close(self._alive)
         os.close(self._lock)  # releases the flock
+
+
+def _lock(fd: int) -> None:
+    """An exclusive lock the process holds until it exits (released by the kernel on a crash)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, one receiver per directory is then up to the operator
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class DedupeLog:
