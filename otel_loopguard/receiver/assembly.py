@@ -168,10 +168,12 @@ class RunAssembler:
 
     def late_cache(self, now: float) -> dict[str, list[list[object]]]:
         """The completed runs remembered for late spans, with ages, oldest first (snapshot.py)."""
+        traces = self._completed_traces.items()
         return {"runs": [[run_id, seq] for run_id, seq in self._completed.items()],
-                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in self._completed_traces.items()]}
+                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in traces]}
 
-    def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]], now: float) -> None:
+    def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]],
+                           now: float) -> None:
         for run_id, seq in runs:
             self._completed.put(run_id, seq)
         for run_id, trace, age in traces:

@@ -130,24 +130,13 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
-    queued = not config.findings_only and config.forward_queue_bytes > 0
-    state = (open_state(config.state_dir, config.state_fsync, config.dedupe_size, config.dedupe_seconds, queued)
-             if config.state_dir else None)
-    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
-                              config.forward_consumers, config.forward_timeout_seconds,
-                              state.spool if state is not None else None)
-    if forward_queue is not None and state is not None:
-        forward_queue.requeue(state.recovered)
-    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue,
-                            spool=state.findings if state is not None else None)
-    if state is not None:
-        findings.requeue(state.findings_recovered)
+    state = open_state(config) if config.state_dir else None
+    forward_queue, findings = _queues(config, downstream, metrics, state)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
     if state is not None:
         _restore(config, state, assembler, receiver)
-
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", config.max_receive_bytes),
@@ -210,6 +199,22 @@ async def start(config: ReceiverConfig) -> Running:
     note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
                    tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note, state)
+
+
+def _queues(config: ReceiverConfig, downstream: Downstream, metrics: Metrics,
+            state: Optional[Opened]) -> tuple[Optional[ForwardQueue], FindingQueue]:
+    """The forward queue (inline mode) and the finding queue, on disk with a state directory,
+    holding first what the previous process left undelivered."""
+    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
+                              config.forward_consumers, config.forward_timeout_seconds,
+                              state.spool if state is not None else None)
+    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue,
+                            spool=state.findings if state is not None else None)
+    if state is not None:
+        if forward_queue is not None:
+            forward_queue.requeue(state.recovered)
+        findings.requeue(state.findings_recovered)
+    return forward_queue, findings
 
 
 def _restore(config: ReceiverConfig, state: Opened, assembler: RunAssembler, receiver: TraceReceiver) -> None:

@@ -27,7 +27,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from .config import ConfigError
+from .config import ConfigError, ReceiverConfig
 from .dedupe import DUPLICATE, Content, Key, SpanDeduper
 from .spool import Spool, write_all
 
@@ -67,7 +67,8 @@ class StateDir:
         except FileNotFoundError:
             return None
         if len(data) != _ALIVE.size:
-            _log.warning("state dir: %s is not a time stamp; the previous receiver's end is unknown", self.path / "alive")
+            _log.warning("state dir: %s is not a time stamp; the previous receiver's end is unknown",
+                         self.path / "alive")
             return None
         return _ALIVE.unpack(data)[0]
 
@@ -229,7 +230,12 @@ class Opened:
         self.state.close()
 
 
-def open_state(path: str, fsync: bool, dedupe_size: int, dedupe_seconds: float, queue: bool) -> Opened:
+def open_state(config: ReceiverConfig) -> Opened:
+    """The state directory of `config.state_dir`, and what the previous process left in it."""
+    assert config.state_dir is not None
+    path, fsync = config.state_dir, config.state_fsync
+    dedupe_size, dedupe_seconds = config.dedupe_size, config.dedupe_seconds
+    queue = not config.findings_only and config.forward_queue_bytes > 0
     state = StateDir(path, fsync)
     log = DedupeLog(state.path / "dedupe", dedupe_size, dedupe_seconds, fsync)
     deduper = PersistentDeduper(dedupe_size, dedupe_seconds, log, log.load())
