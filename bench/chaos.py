@@ -7,7 +7,7 @@ tests/collector/backend.py. Each scenario prints created / delivered / lost / du
 spans, loops stopped, runs marked incomplete, runs without a summary, and the receiver's
 largest resident memory (VmHWM).
 
-  .venv/bin/python bench/chaos.py                 # every scenario, about 4 minutes
+  .venv/bin/python bench/chaos.py                 # every scenario, about 30 minutes
   .venv/bin/python bench/chaos.py outage sigkill  # some of them
 
 Scenarios (the receiver with its defaults unless named):
