@@ -7,7 +7,7 @@ tests/collector/backend.py. Each scenario prints created / delivered / lost / du
 spans, loops stopped, runs marked incomplete, runs without a summary, and the receiver's
 largest resident memory (VmHWM).
 
-  .venv/bin/python bench/chaos.py                 # every scenario, about 4 minutes
+  .venv/bin/python bench/chaos.py                 # every scenario, about 30 minutes
   .venv/bin/python bench/chaos.py outage sigkill  # some of them
 
 Scenarios (the receiver with its defaults unless named):
@@ -15,6 +15,13 @@ Scenarios (the receiver with its defaults unless named):
 - outage-sync:  the same with --forward-queue-bytes 0 (answer only once delivered);
 - sigterm:      the receiver SIGTERMed mid-stream and restarted at once;
 - sigkill:      the same with SIGKILL.
+With a state directory (--state-dir) and a slow backend (300 ms a request), the app with the
+processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
+- sigterm-slow / sigkill-slow:              in memory (the control);
+- sigterm-state / sigkill-state[-plain]:    with --state-dir;
+- sigkill-slow-sync / sigkill-state-sync[-plain]: the synchronous mode (--forward-queue-bytes 0),
+                                            where duplicates appeared before the state directory;
+- outage-sigkill / outage-sigkill-state:    SIGKILL in the middle of a 30 s outage.
 Figures: docs/reliability.md.
 """
 
@@ -46,18 +53,20 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def run(work: Path, args: list[str], during: Callable[[CountingBackend, ReceiverProcess, float], None]) -> dict[str, Any]:
-    backend = CountingBackend()
+def run(work: Path, args: list[str], during: Callable[[CountingBackend, ReceiverProcess, float], None],
+        delay: float = 0.0, processor: bool = True) -> dict[str, Any]:
+    backend = CountingBackend(delay=delay)
+    args = [a.replace("STATE", str(work / "state")) for a in args]
     receiver = ReceiverProcess(["--forward", backend.address, "--root-grace-seconds", "1", *args], S.receiver_env(),
                                work).start()
     rss = 0.0
     try:
         start = time.monotonic()
-        app = S.start_app(receiver.port, work, runs=RUNS, rate=RATE)
+        app = S.start_app(receiver.port, work, runs=RUNS, rate=RATE, processor=processor)
         during(backend, receiver, start)
         result = app.result(timeout=300)
-        rss = peak_rss_mib(receiver.proc.pid)
-        row = S.wait_delivered(backend, result, 120, quiet=15).row()
+        rss = max(peak_rss_mib(receiver.proc.pid), getattr(receiver, "peak_rss", 0.0))
+        row = S.wait_delivered(backend, result, 180, quiet=15).row()
     except AssertionError as lost:  # spans missing for good: count what arrived
         row = S.delivery(backend, result).row() if "result" in locals() else {"error": str(lost)[:200]}
     finally:
@@ -74,20 +83,51 @@ def outage(backend: CountingBackend, _receiver: ReceiverProcess, start: float) -
     backend.up()
 
 
+def _restart(receiver: ReceiverProcess, sig: int) -> None:
+    # The first process's peak memory, before it is gone (the row reports the larger of the two).
+    receiver.peak_rss = max(getattr(receiver, "peak_rss", 0.0), peak_rss_mib(receiver.proc.pid))  # type: ignore[attr-defined]
+    receiver.stop(sig)
+    receiver.start()
+
+
 def restart(sig: int) -> Callable[[CountingBackend, ReceiverProcess, float], None]:
     def during(_backend: CountingBackend, receiver: ReceiverProcess, start: float) -> None:
         time.sleep(max(0.0, start + 20 - time.monotonic()))
-        receiver.stop(sig)
-        receiver.start()
+        _restart(receiver, sig)
 
     return during
 
 
-SCENARIOS: dict[str, tuple[list[str], Callable[[CountingBackend, ReceiverProcess, float], None]]] = {
-    "outage": ([], outage),
-    "outage-sync": (["--forward-queue-bytes", "0"], outage),
-    "sigterm": ([], restart(signal.SIGTERM)),
-    "sigkill": ([], restart(signal.SIGKILL)),
+def outage_with_crash(backend: CountingBackend, receiver: ReceiverProcess, start: float) -> None:
+    """The backend down from 5 s to 35 s; the receiver SIGKILLed at 20 s, with a queue to keep."""
+    time.sleep(max(0.0, start + 5 - time.monotonic()))
+    backend.down()
+    time.sleep(max(0.0, start + 20 - time.monotonic()))
+    _restart(receiver, signal.SIGKILL)
+    time.sleep(max(0.0, start + 35 - time.monotonic()))
+    backend.up()
+
+
+SLOW = 0.3  # seconds a request at the slow backend
+STATE = ["--state-dir", "STATE"]
+Scenario = tuple[list[str], Callable[[CountingBackend, ReceiverProcess, float], None], float, bool]
+SCENARIOS: dict[str, Scenario] = {
+    "outage": ([], outage, 0.0, True),
+    "outage-sync": (["--forward-queue-bytes", "0"], outage, 0.0, True),
+    "sigterm": ([], restart(signal.SIGTERM), 0.0, True),
+    "sigkill": ([], restart(signal.SIGKILL), 0.0, True),
+    "sigterm-slow": ([], restart(signal.SIGTERM), SLOW, True),
+    "sigkill-slow": ([], restart(signal.SIGKILL), SLOW, True),
+    "sigterm-state": (STATE, restart(signal.SIGTERM), SLOW, True),
+    "sigkill-state": (STATE, restart(signal.SIGKILL), SLOW, True),
+    "sigterm-state-plain": (STATE, restart(signal.SIGTERM), SLOW, False),
+    "sigkill-state-plain": (STATE, restart(signal.SIGKILL), SLOW, False),
+    "sigkill-slow-plain": ([], restart(signal.SIGKILL), SLOW, False),
+    "sigkill-slow-sync": (["--forward-queue-bytes", "0"], restart(signal.SIGKILL), SLOW, True),
+    "sigkill-state-sync": (["--forward-queue-bytes", "0", *STATE], restart(signal.SIGKILL), SLOW, True),
+    "sigkill-state-sync-plain": (["--forward-queue-bytes", "0", *STATE], restart(signal.SIGKILL), SLOW, False),
+    "outage-sigkill": ([], outage_with_crash, 0.0, True),
+    "outage-sigkill-state": (STATE, outage_with_crash, 0.0, True),
 }
 
 
@@ -102,8 +142,8 @@ def main() -> None:
     out = {}
     for name in args.names or list(SCENARIOS):
         with tempfile.TemporaryDirectory() as tmp:
-            extra, during = SCENARIOS[name]
-            out[name] = run(Path(tmp), extra, during)
+            extra, during, delay, processor = SCENARIOS[name]
+            out[name] = run(Path(tmp), extra, during, delay, processor)
         if not args.json:
             print(f"{name:12} {out[name]}", flush=True)
     if args.json:

@@ -72,5 +72,9 @@ class BoundedMap(Generic[K, V]):
     def pop(self, key: K) -> Optional[V]:
         return self._items.pop(key, None)
 
+    def items(self) -> list[tuple[K, V]]:
+        """Oldest first (a copy: a snapshot of the receiver's late cache reads it)."""
+        return list(self._items.items())
+
     def __len__(self) -> int:
         return len(self._items)

@@ -49,7 +49,7 @@ def test_the_collector_and_chaos_benches_still_reach_the_harness_they_drive() ->
     assert callable(collector.passthrough) and callable(collector.S.store_and_forward)
     assert collector.cpu_seconds(__import__("os").getpid()) > 0
     chaos = _load("chaos")
-    assert set(chaos.SCENARIOS) == {"outage", "outage-sync", "sigterm", "sigkill"}
+    assert {"outage", "outage-sync", "sigterm", "sigkill", "sigterm-state", "sigkill-state"} <= set(chaos.SCENARIOS)
     assert callable(chaos.S.wait_delivered) and callable(chaos.S.start_app)
 
 

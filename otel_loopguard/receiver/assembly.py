@@ -22,6 +22,7 @@ from ..fingerprint import Fingerprinter
 from .config import ReceiverConfig
 from .decode import Decoded
 from .metrics import Metrics
+from .restart import CUT_AT_SHUTDOWN, RestartRule
 from .runs import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -58,6 +59,9 @@ class RunAssembler:
         # Times of spans that may be a later tool call's parent (those of traces with calls).
         self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
         self._tool_labels: set[str] = set()
+        self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
+        self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
+        self.on_complete: Optional[Callable[[str], None]] = None  # told of every completed run (judged.py)
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -91,6 +95,7 @@ class RunAssembler:
             self._metrics.inc("late_spans_total")
             return []
         before = buffer.buffered
+        cut = self._cut_by_restart(buffer, d)
         found: list[Finding] = []
         if d.call is not None:
             self._watch_parent(d, buffer)
@@ -104,7 +109,17 @@ class RunAssembler:
         if d.guards:
             buffer.note_guards(d.guards)
         self.buffered_calls += buffer.buffered - before
-        return self._emit(buffer, found)
+        return cut + self._emit(buffer, found)
+
+    def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
+        """receiver/restart.py, rule 2: a run under way before this process started."""
+        if (self.restart is None or buffer.cut_reason is not None or buffer.restored
+                or not self.restart.cut(buffer.opened_at, d.start, buffer.run_id)):
+            return []
+        self._metrics.inc("runs_cut_by_restart_total")
+        root = buffer.roots.get(d.trace_id.hex())
+        where = place_at(d.trace_id, bytes.fromhex(root) if root else (d.parent or d.span_id), d.start, d.end)
+        return self._emit(buffer, buffer.cut(self.restart.reason()), where)
 
     def duplicate(self, d: Decoded) -> list[Span]:
         """A re-delivered tool span: one info finding, never a repeated call."""
@@ -143,9 +158,47 @@ class RunAssembler:
                 _log.exception("could not advance run %s", run_id)
         return out
 
-    def flush(self) -> list[Span]:
+    # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
+    def adopt(self, buffer: RunBuffer, traces: list[bytes]) -> None:
+        """A run restored from a snapshot takes its place as if it had never left."""
+        self.runs[buffer.run_id] = buffer
+        self.buffered_calls += buffer.buffered
+        for trace in traces:
+            buffer.traces.add(trace)
+            self._trace_runs.setdefault(trace, set()).add(buffer.run_id)
+        self._metrics.set_gauge("runs_open", len(self.runs))
+
+    def late_cache(self, now: float) -> dict[str, list[list[object]]]:
+        """The completed runs remembered for late spans, with ages, oldest first (snapshot.py)."""
+        traces = self._completed_traces.items()
+        return {"runs": [[run_id, seq] for run_id, seq in self._completed.items()],
+                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in traces]}
+
+    def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]],
+                           now: float) -> None:
+        for run_id, seq in runs:
+            self._completed.put(run_id, seq)
+        for run_id, trace, age in traces:
+            self._completed_traces.put((run_id, trace), now - age)
+
+    def release_for_snapshot(self) -> list[RunBuffer]:
+        """At shutdown: the open runs a snapshot can carry to the next process (their inputs
+        kept, their root not ended), taken out of this one unjudged."""
+        out = [b for b in self.runs.values() if b.journal is not None and b.root_ended_at is None]
+        for buffer in out:
+            del self.runs[buffer.run_id]
+            self.buffered_calls -= buffer.buffered
+        return out
+
+    def flush(self, shutdown: bool = False) -> list[Span]:
+        """Complete every open run; at `shutdown`, those not yet whole are marked cut
+        (receiver/restart.py, rule 1) rather than scored on half their calls."""
         out: list[Span] = []
         for run_id in list(self.runs):
+            buffer = self.runs[run_id]
+            if shutdown and buffer.root_ended_at is None and buffer.tool_calls_seen:
+                self._metrics.inc("runs_cut_at_shutdown_total")
+                out += self._emit(buffer, buffer.cut(CUT_AT_SHUTDOWN))
             out += self._complete(run_id)
         return out
 
@@ -161,6 +214,8 @@ class RunAssembler:
             first_seq = self._completed.get(run_id) or 1
             buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq,
                                                          self._config.dense_seq)
+            if self.journal_runs:
+                buffer.journal = []
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)
@@ -206,6 +261,8 @@ class RunAssembler:
 
     def _complete(self, run_id: str) -> list[Span]:
         buffer = self.runs.pop(run_id)
+        if self.on_complete is not None:
+            self.on_complete(run_id)
         self.buffered_calls -= buffer.buffered
         try:
             out = self._emit(buffer, buffer.complete())

@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forward-queue-bytes", type=int, metavar="N",
                         help="inline: answer senders once their spans are queued, up to N bytes (default 256 MiB; "
                              "0: only once the downstream took them)")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="keep the forward queue and the dedupe keys here, so a restart or a crash loses no "
+                             "accepted span and forwards none twice (default: in memory only)")
+    parser.add_argument("--state-fsync", action="store_true", default=None,
+                        help="with --state-dir: force every write to disk before answering the sender (slower; "
+                             "without it a killed process loses nothing, a power loss the last seconds)")
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
     parser.add_argument("--dense-seq", action="store_true", default=None,
                         help="every loopguard.seq is numbered 1..N: a gap is a missing call (default: only marked ones)")

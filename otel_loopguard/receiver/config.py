@@ -42,6 +42,13 @@ class ReceiverConfig:
     # bytes (then UNAVAILABLE); 0: answer only once the downstream took them (delivery.py).
     forward_queue_bytes: int = 256 * 1024 * 1024
     forward_consumers: int = 4  # requests sent to the downstream at once from that queue
+    # A directory for what a restart must not lose (state.py): the forward queue, the dedupe
+    # keys, the time the receiver was last alive. None: all of it in memory only.
+    state_dir: Optional[str] = None
+    state_fsync: bool = False  # force each queue and dedupe write to disk before the answer
+    # After a restart with a state_dir: runs first seen this long after start that hold a span
+    # begun while the previous receiver was alive are marked incomplete_trace (restart.py).
+    restart_window_seconds: float = 300.0
     retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
     insecure: bool = True  # plaintext gRPC downstream; false: TLS with the system's roots
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)

@@ -7,9 +7,11 @@ queue is full the receiver answers UNAVAILABLE with RetryInfo at once. `consumer
 send in parallel, each retrying its request with backoff until the downstream takes it or
 refuses it for good; a refusal after the sender was answered can only be counted and logged.
 
-The queue lives in memory: what it holds when the process stops without reaching the
-downstream is lost (logged with a count). Put a Collector with a persistent sending queue in
-front where a restart during an outage must lose nothing (docs/deployment.md).
+Without a state directory the queue lives in memory: what it holds when the process stops
+without reaching the downstream is lost (logged with a count). With one (`state_dir`), every
+request is also written to disk before its sender is answered and acknowledged there once
+delivered (spool.py): a restart or a crash loses nothing, and what was left is sent first by
+the next process.
 
 `delivered_through()` is the highest id below which every request was delivered (or refused):
 finding spans wait for it, so they never overtake the spans they are about.
@@ -24,13 +26,16 @@ from typing import Optional
 
 from .downstream import RETRY_LATER, SENT, Downstream, cancel
 from .metrics import Metrics
+from .spool import Recovered, Ref, Spool
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
 
 class ForwardQueue:
     def __init__(self, downstream: Downstream, metrics: Metrics, capacity_bytes: int, consumers: int = 4,
-                 attempt_seconds: float = 5.0):
+                 attempt_seconds: float = 5.0, spool: Optional[Spool] = None):
+        self._spool = spool
+        self._refs: dict[int, Ref] = {}  # item id -> its record on disk (with a spool)
         self._downstream = downstream
         self._metrics = metrics
         self._capacity = capacity_bytes
@@ -51,12 +56,29 @@ class ForwardQueue:
     def last_put(self) -> int:
         return self._next_id - 1
 
-    def put(self, payload: bytes, spans: int) -> None:
+    def put(self, payload: bytes, spans: int, keys: bytes = b"") -> Optional[Ref]:
+        """Queued (and on disk, with a spool) when this returns: the sender may be answered.
+        `keys`: the spans' trace id + span id, kept with the record for the next process's dedupe."""
+        ref = None
+        if self._spool is not None:
+            ref = self._refs[self._next_id] = self._spool.append(payload, spans, keys)
         self._items.append((self._next_id, payload, spans))
         self._next_id += 1
         self._bytes += len(payload)
         self._gauges()
         self._notify()
+        return ref
+
+    def requeue(self, recovered: list[Recovered]) -> None:
+        """At start: what the previous process accepted and did not deliver goes first."""
+        for r in recovered:
+            if r.delivered:
+                continue
+            self._refs[self._next_id] = r.ref
+            self._items.append((self._next_id, r.payload, r.spans))
+            self._next_id += 1
+            self._bytes += len(r.payload)
+        self._gauges()
 
     def delivered_through(self) -> int:
         waiting = [self._items[0][0]] if self._items else []
@@ -76,6 +98,11 @@ class ForwardQueue:
             return True
         except asyncio.TimeoutError:
             spans = sum(s for _, _, s in self._items) + sum(s for _, s in self._in_flight.values())
+            if self._spool is not None:
+                _log.warning("shutdown: %d accepted requests (%d spans) not yet delivered to %s stay in the state "
+                             "directory for the next start", len(self._items) + len(self._in_flight), spans,
+                             self._downstream.target)
+                return False
             _log.error("shutdown: %d accepted requests (%d spans) not delivered to %s, which is unavailable",
                        len(self._items) + len(self._in_flight), spans, self._downstream.target)
             self._metrics.inc("spans_dropped_downstream_total", spans)
@@ -83,6 +110,8 @@ class ForwardQueue:
 
     async def stop(self) -> None:
         await asyncio.gather(*(cancel(task) for task in self._tasks))
+        if self._spool is not None:
+            self._spool.close()
 
     async def _consume(self) -> None:
         while True:
@@ -92,6 +121,9 @@ class ForwardQueue:
             self._in_flight[item_id] = (len(payload), spans)
             try:
                 await self._send(payload, spans)
+                ref = self._refs.pop(item_id, None)
+                if ref is not None:  # not when cancelled at shutdown: then it is sent again next time
+                    self._spool.ack(ref)  # type: ignore[union-attr]
             finally:
                 self._bytes -= self._in_flight.pop(item_id)[0]
                 self._gauges()
@@ -124,8 +156,8 @@ class ForwardQueue:
 
 
 def queue_for(downstream: Optional[Downstream], metrics: Metrics, capacity_bytes: int, consumers: int,
-              attempt_seconds: float) -> Optional[ForwardQueue]:
+              attempt_seconds: float, spool: Optional[Spool] = None) -> Optional[ForwardQueue]:
     """Inline mode with a queue (capacity > 0); None for findings-only or the synchronous mode."""
     if downstream is None or capacity_bytes <= 0:
         return None
-    return ForwardQueue(downstream, metrics, capacity_bytes, consumers, attempt_seconds)
+    return ForwardQueue(downstream, metrics, capacity_bytes, consumers, attempt_seconds, spool)

@@ -24,6 +24,7 @@ from .metrics import Metrics
 
 if TYPE_CHECKING:
     from .delivery import ForwardQueue
+    from .spool import Recovered, Ref, Spool
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
@@ -168,19 +169,24 @@ async def cancel(task: Optional["asyncio.Task[Any]"]) -> None:
 
 
 class FindingQueue:
-    """Finding and run spans on their way downstream, in batches, until delivered."""
+    """Finding and run spans on their way downstream, in batches, until delivered.
+
+    With a spool (state_dir) each put is written to disk first and acknowledged there once all
+    its spans were delivered: findings of runs judged before a crash reach the backend after it."""
 
     def __init__(
         self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512, timeout: float = 5.0,
-        after: Optional["ForwardQueue"] = None,
+        after: Optional["ForwardQueue"] = None, spool: Optional["Spool"] = None,
     ):
         """`after`: the forward queue whose spans a finding must not overtake (inline mode)."""
+        self._spool = spool
+        self._left: dict["Ref", int] = {}  # spans of each record on disk not yet delivered
         self._downstream = downstream
         self._after = after
         self._metrics = metrics
         self._timeout = timeout
         self._in_flight = 0
-        self._queue: asyncio.Queue[Span] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Span, Optional["Ref"]]] = asyncio.Queue()
         self._capacity = capacity
         self._batch = batch
         self._task: Optional[asyncio.Task[None]] = None
@@ -193,8 +199,24 @@ class FindingQueue:
         return self._queue.qsize() >= self._capacity
 
     def put(self, spans: list[Span]) -> None:
+        ref = None
+        if self._spool is not None and spans:
+            ref = self._spool.append(export_request(spans).SerializeToString(), len(spans), b"")
+            self._left[ref] = len(spans)
         for span in spans:
-            self._queue.put_nowait(span)
+            self._queue.put_nowait((span, ref))
+        self._gauge()
+
+    def requeue(self, recovered: list["Recovered"]) -> None:
+        """At start: finding spans a previous process queued and did not deliver."""
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        for r in recovered:
+            request = ExportTraceServiceRequest.FromString(r.payload)  # written by us, CRC-checked
+            spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+            self._left[r.ref] = len(spans)
+            for span in spans:
+                self._queue.put_nowait((span, r.ref))
         self._gauge()
 
     def _gauge(self) -> None:
@@ -208,7 +230,8 @@ class FindingQueue:
         while True:
             await self._deliver(await take_batch(self._queue, self._batch))
 
-    async def _deliver(self, batch: list[Span]) -> None:
+    async def _deliver(self, items: list[tuple[Span, Optional["Ref"]]]) -> None:
+        batch = [span for span, _ in items]
         payload = export_request(batch).SerializeToString()
         self._in_flight = len(batch)
         self._gauge()
@@ -232,11 +255,22 @@ class FindingQueue:
             else:
                 self._metrics.inc("finding_spans_dropped_total", len(batch))
                 _log.error("downstream refused %d finding spans (%s): dropped", len(batch), result.detail)
+            self._done(items)  # not when cancelled at shutdown: then they are sent again next time
         finally:
             self._in_flight = 0
             for _ in batch:
                 self._queue.task_done()
             self._gauge()
+
+    def _done(self, items: list[tuple[Span, Optional["Ref"]]]) -> None:
+        if self._spool is None:
+            return
+        for _, ref in items:
+            if ref is not None:
+                self._left[ref] -= 1
+                if not self._left[ref]:
+                    del self._left[ref]
+                    self._spool.ack(ref)
 
     async def drain(self, timeout: float) -> bool:
         """Wait until every queued span was delivered (or give up at the timeout)."""
@@ -245,9 +279,14 @@ class FindingQueue:
             return True
         except asyncio.TimeoutError:
             lost = self._queue.qsize() + self._in_flight
+            if self._spool is not None:
+                _log.warning("shutdown: %d finding spans not yet delivered stay in the state directory", lost)
+                return False
             self._metrics.inc("finding_spans_dropped_total", lost)
             _log.error("shutdown: %d finding spans could not be delivered", lost)
             return False
 
     async def stop(self) -> None:
         await cancel(self._task)
+        if self._spool is not None:
+            self._spool.close()

@@ -48,6 +48,28 @@ class _Held:
 
 _ORDINARY = _Held(True, None)  # shared by every call that no guard touched
 _NO_FACTS = RunFacts()
+_FACT_KEYS = ("loopguard.termination_reason", "loopguard.terminal_response")
+MAX_JOURNAL = 20_000  # inputs a run keeps for a snapshot (state_dir); a longer run is cut at shutdown instead
+
+
+def _held(raw: RawCall) -> _Held:
+    return _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+
+
+def _arguments_text(arguments: Any) -> Optional[str]:
+    if isinstance(arguments, str):
+        return arguments[:MAX_INPUT_CHARS + 1]  # the same object when short: no copy
+    try:
+        return json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_INPUT_CHARS + 1]
+    except (TypeError, ValueError):
+        return None
+
+
+def _without_payload(raw: RawCall) -> RawCall:
+    """What _place reads of a call besides its ToolCall: numbering, guard facts, ids."""
+    return RawCall(seq=raw.seq, tool=raw.tool, ok=raw.ok, finished=raw.finished, span_id=raw.span_id,
+                   dispatched=raw.dispatched, guard=raw.guard, key_id=raw.key_id, trace_id=raw.trace_id,
+                   seq_dense=raw.seq_dense)
 
 
 class RunBuffer:
@@ -57,6 +79,7 @@ class RunBuffer:
         self.run = Run(run_id, fp.policy)
         self.trail = GuardTrail()
         self.facts = _NO_FACTS  # frozen: replaced, never changed
+        self.first_seq = first_seq
         self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
         self._resumed = first_seq > 1
         self.pending: dict[int, tuple[ToolCall, _Held]] = {}
@@ -85,6 +108,12 @@ class RunBuffer:
         self.root_ended_at: Optional[float] = None
         self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
+        self.opened_at = now
+        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/restart.py)
+        # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
+        # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
+        self.journal: Optional[list[tuple[Any, ...]]] = None
+        self.restored = False  # rebuilt from a snapshot: the restart rule does not apply
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
         self.first_call: Optional[ToolCall] = None
@@ -105,19 +134,33 @@ class RunBuffer:
     # -- input -----------------------------------------------------------------
     def add_call(self, raw: RawCall, now: float) -> list[Finding]:
         self.last_activity = now
-        self.tool_calls_seen += 1
-        self.first_trace = self.first_trace or raw.trace_id
-        held = _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
         if raw.seq < 1 and unresolved(raw):
             # A handoff whose target is the agent that acts next: fingerprinted here once the
             # run is ordered and the target known (conventions/handoffs.py), so no key id of
             # its own to check against the run's.
-            self.untagged.append((raw, held))
+            self.tool_calls_seen += 1
+            self.first_trace = self.first_trace or raw.trace_id
+            self.untagged.append((raw, _held(raw)))
+            if self.journal is not None:
+                self._record(("handoff", raw))
             return []
-        out = self._key_check(raw)
         call = fingerprint_call(raw, self._fp)
+        text = None
         if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
-            self._note_arguments(call.action, raw.arguments)
+            text = _arguments_text(raw.arguments)
+        if self.journal is not None:
+            self._record(("call", call, _without_payload(raw), text))
+        return self._place(call, raw, text, now)
+
+    def _place(self, call: ToolCall, raw: RawCall, text: Optional[str], now: float) -> list[Finding]:
+        """A fingerprinted call into the run; `raw` is read for its numbering and guard facts only."""
+        self.tool_calls_seen += 1
+        self.first_trace = self.first_trace or raw.trace_id
+        held = _held(raw)
+        out = self._key_check(raw)
+        if text is not None:
+            self.arguments.put(call.action, text)
+            self._args_action = call.action
         if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
             # Payloads are not kept: only the ToolCall and its guard facts. A number not
             # promised dense orders the call but cannot tell a gap from a skip: held too.
@@ -148,19 +191,10 @@ class RunBuffer:
         self.gap_since = (self.gap_since or now) if self.pending else None
         return out
 
-    def _note_arguments(self, action: str, arguments: Any) -> None:
-        if isinstance(arguments, str):
-            text = arguments[:MAX_INPUT_CHARS + 1]  # the same object when short: no copy
-        else:
-            try:
-                text = json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_INPUT_CHARS + 1]
-            except (TypeError, ValueError):
-                return
-        self.arguments.put(action, text)
-        self._args_action = action
-
     def add_model(self, model: ModelCall, now: float) -> list[Finding]:
         self.last_activity = now
+        if self.journal is not None:
+            self._record(("model", model))
         self._models_seen += 1
         numbered = ModelCall(self._models_seen, model.input_tokens, model.output_tokens, model.model, model.end_ns)
         if not self._tagged:
@@ -179,15 +213,52 @@ class RunBuffer:
 
     def note_guards(self, events: list[GuardEvent]) -> None:
         room = MAX_GUARD_EVENTS - len(self.guard_events)
+        if self.journal is not None and room > 0:
+            self._record(("guards", events[:room]))
         self.guard_events.extend(events[: max(room, 0)])
 
     def note_facts(self, facts: dict[str, object]) -> None:
         reason = facts.get("loopguard.termination_reason")
         terminal = facts.get("loopguard.terminal_response")
+        if self.journal is not None:
+            self._record(("facts", {k: v for k, v in facts.items() if k in _FACT_KEYS}))
         if isinstance(reason, str) and reason in TERMINATION_REASONS:
             self.facts = replace(self.facts, termination_reason=reason)
         if isinstance(terminal, bool):
             self.facts = replace(self.facts, terminal_response=terminal)
+
+    # -- snapshots (state_dir) ----------------------------------------------------
+    def _record(self, op: tuple[Any, ...]) -> None:
+        assert self.journal is not None
+        if len(self.journal) >= MAX_JOURNAL:
+            self.journal = None  # too long to save: cut at shutdown instead (restart.py)
+            return
+        self.journal.append(op)
+
+    def replay(self, op: tuple[Any, ...], now: float) -> None:
+        """One journal entry of a snapshot, applied as it was first: the same inputs in the
+        same order give the same state. What it finds was reported before the restart."""
+        kind = op[0]
+        if kind == "call":
+            if self.journal is not None:
+                self._record(op)
+            self._place(op[1], op[2], op[3], now)
+        elif kind == "handoff":
+            self.add_call(op[1], now)
+        elif kind == "model":
+            self.add_model(op[1], now)
+        elif kind == "facts":
+            self.note_facts(op[1])
+        elif kind == "guards":
+            self.note_guards(op[1])
+        elif kind == "gap":
+            self.expire_gap(float("inf"), 0.0)
+        elif kind == "turn":
+            self.judge_turn()
+        elif kind == "cut":
+            self.cut(op[1])
+        else:
+            raise ValueError(f"unknown journal entry {kind!r}")
 
     # -- judging ---------------------------------------------------------------
     def _drain(self) -> list[Finding]:
@@ -220,6 +291,8 @@ class RunBuffer:
         """A gap older than `wait`: report it, then judge on after it."""
         if not self.pending or self.gap_since is None or now - self.gap_since < wait:
             return []
+        if self.journal is not None:
+            self._record(("gap",))
         resume = min(self.pending)
         lo, hi = self.next_seq, resume  # bounded by MAX_AHEAD, never materialised
         if len(self.skipped) < MAX_SKIPPED_RANGES:
@@ -277,6 +350,8 @@ class RunBuffer:
         next turn or the run's completion."""
         if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
             return []
+        if self.journal is not None:
+            self._record(("turn",))
         held = {call.span_id: h for call, h in self.untagged}
         calls = self._ordered(final=False)
         ready = {c.span_id for c in calls}
@@ -360,6 +435,15 @@ class RunBuffer:
         reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
         f = Finding("incomplete_trace", WARN, lo, hi - 1, hi - lo, (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def cut(self, reason: str) -> list[Finding]:
+        """A receiver restart cut the run (receiver/restart.py): unscorable, said once."""
+        if self.cut_reason is not None:
+            return []
+        self.cut_reason, self.incomplete = reason, True
+        if self.journal is not None:
+            self._record(("cut", reason))
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])
 
     def _unfinished(self, raw: RawCall) -> Finding:
         self.incomplete = True

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -21,6 +22,7 @@ from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from .assembly import RunAssembler
+from .runs import RunBuffer
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
@@ -28,8 +30,13 @@ from .downstream import Downstream, FindingQueue, channel_credentials
 from .metrics import Metrics, serve_metrics
 from .phoenix import PhoenixAnnotator
 from .reload import Reloader
+from .restart import RestartRule
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
-from .service import SERVICE, TraceReceiver
+from . import snapshot
+from .judged import CompletedRuns, JudgedLog
+from .service import SERVICE, TraceReceiver, parse_request
+from .spool import Recovered, Ref
+from .state import Opened, open_state
 
 _log = logging.getLogger("otel_loopguard.receiver")
 TICK_SECONDS = 0.25
@@ -54,6 +61,7 @@ class Running:
     forward_queue: Optional[ForwardQueue] = None  # inline mode, answering once queued
     annotator: Optional[PhoenixAnnotator] = None
     note: Optional[Path] = None  # where this receiver told local apps where it forwards
+    state: Optional[Opened] = None  # the state directory (state_dir), when there is one
 
     def reload(self) -> None:
         """What SIGHUP does: policy, certificates and tokens, each checked before it is used."""
@@ -63,12 +71,21 @@ class Running:
     async def stop(self, grace: float = 5.0) -> None:
         await self._health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.state is not None:  # no span is taken from here on: the next process's boundary
+            self.state.state.beat()
         await self.receiver.settle(grace)
         for task in self._tasks:
             task.cancel()
         if self.forward_queue is not None:  # the spans senders were told are taken, before their findings
             await self.forward_queue.drain(timeout=grace)
-        self.findings.put(self.assembler.flush())
+        saving = self.assembler.release_for_snapshot() if self.state is not None else []
+        cut = [b.run_id for b in self.assembler.runs.values() if b.root_ended_at is None and b.tool_calls_seen]
+        self.findings.put(self.assembler.flush(shutdown=True))
+        if self.state is not None:
+            self._save_open_runs(self.state, saving, cut)
+        if self.receiver.judged is not None:  # every open run is saved or judged now
+            self.receiver.judged.all_judged()
+            self.receiver.judged.close()
         await self.findings.drain(timeout=grace)
         await self.findings.stop()
         if self.annotator is not None:
@@ -79,8 +96,27 @@ class Running:
         if self._metrics_server is not None:
             self._metrics_server.close()
         await self.downstream.close()
+        if self.state is not None:
+            self.state.close()
         local_receivers.withdraw(self.note)
         _log.info("otel-loopguard receiver stopped")
+
+
+    def _save_open_runs(self, state: Opened, runs: list[RunBuffer], cut: list[str]) -> None:
+        """Open runs go to the state directory unjudged, for the next process to go on with, with
+        the late cache and the runs judged as cut; if they cannot be written they are judged
+        here, as cut (restart.py)."""
+        now = time.monotonic()
+        try:
+            saved = snapshot.save(state.state.path, runs, self.assembler.fingerprinter, now, state.dense_seq,
+                                  self.assembler.late_cache(now), cut)
+            _log.info("shutdown: %d open runs saved to the state directory for the next start", saved)
+        except OSError as exc:
+            _log.error("shutdown: cannot save the open runs to %s (%s): they are judged now, as cut",
+                       state.state.path, exc.strerror or exc)
+            for buffer in runs:
+                self.assembler.adopt(buffer, [])
+            self.findings.put(self.assembler.flush(shutdown=True))
 
 
 async def start(config: ReceiverConfig) -> Running:
@@ -94,13 +130,13 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
-    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
-                              config.forward_consumers, config.forward_timeout_seconds)
-    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue)
+    state = open_state(config) if config.state_dir else None
+    forward_queue, findings = _queues(config, downstream, metrics, state)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
-    deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
+    deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
-
+    if state is not None:
+        _restore(config, state, assembler, receiver)
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", config.max_receive_bytes),
@@ -119,6 +155,8 @@ async def start(config: ReceiverConfig) -> Running:
         metrics_server, metrics_port = await _metrics(metrics, config.metrics_listen, certificates, tokens)
     except OSError as exc:
         await downstream.close()
+        if state is not None:
+            state.close()
         raise OSError(f"cannot serve metrics on {config.metrics_listen}: {exc.strerror or exc}") from None
     problem = _cannot_bind(config.listen)
     try:
@@ -131,6 +169,8 @@ async def start(config: ReceiverConfig) -> Running:
         if metrics_server is not None:
             metrics_server.close()
         await downstream.close()
+        if state is not None:
+            state.close()
         raise OSError(f"cannot listen on {config.listen} ({problem or 'in use, or not an address of this host'})")
     await server.start()
     for name in ("", SERVICE):
@@ -139,7 +179,7 @@ async def start(config: ReceiverConfig) -> Running:
     if forward_queue is not None:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
-    ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state, receiver.judged), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -158,7 +198,69 @@ async def start(config: ReceiverConfig) -> Running:
     # install() in an app on this machine reads it: an exporter aimed at `forward` bypasses us.
     note = local_receivers.announce(f"{host}:{port}", config.forward)
     return Running(server, port, receiver, metrics, assembler, findings, downstream, metrics_port,
-                   tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note)
+                   tasks, metrics_server, health_servicer, reloader, forward_queue, annotator, note, state)
+
+
+def _queues(config: ReceiverConfig, downstream: Downstream, metrics: Metrics,
+            state: Optional[Opened]) -> tuple[Optional[ForwardQueue], FindingQueue]:
+    """The forward queue (inline mode) and the finding queue, on disk with a state directory,
+    holding first what the previous process left undelivered."""
+    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
+                              config.forward_consumers, config.forward_timeout_seconds,
+                              state.spool if state is not None else None)
+    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue,
+                            spool=state.findings if state is not None else None)
+    if state is not None:
+        if forward_queue is not None:
+            forward_queue.requeue(state.recovered)
+        findings.requeue(state.findings_recovered)
+    return forward_queue, findings
+
+
+def _restore(config: ReceiverConfig, state: Opened, assembler: RunAssembler, receiver: TraceReceiver) -> None:
+    """What the previous process left in the state directory: the open runs of a clean shutdown
+    (snapshot.py) and its late cache, or the requests a crash left unjudged (judged.py); then
+    the rule for runs it may have cut (restart.py), which spares the runs rebuilt here."""
+    assembler.journal_runs = True
+    state.dense_seq = config.dense_seq
+    header = snapshot.load(state.state.path, assembler.fingerprinter, time.monotonic(), assembler.adopt)
+    if header is not None:
+        assembler.restore_late_cache(header.late_runs, header.late_traces, time.monotonic())
+    done: dict[str, Ref] = {}
+    if state.spool is not None:
+        completed = CompletedRuns(state.state.path / "completed-runs")
+        done = completed.load()
+        receiver.judged = JudgedLog(state.spool, completed=completed)
+        assembler.on_complete = receiver.judged.completed
+        _judge_again(config, assembler, receiver.judged, state.recovered, done)
+    # Known exactly what the previous process had (a snapshot, or a queue that keeps requests
+    # until judged): only its runs judged or cut are marked when they go on here. Otherwise
+    # span start times decide (restart.py).
+    known = set(done) | set(header.cut if header is not None else ())
+    assembler.restart = RestartRule(state.state.previous_alive_ns, time.monotonic(), config.restart_window_seconds,
+                                    clean=header is not None or state.spool is not None, known_cut=frozenset(known))
+
+
+def _judge_again(config: ReceiverConfig, assembler: RunAssembler, judged: JudgedLog, recovered: list[Recovered],
+                 done: dict[str, Ref]) -> None:
+    """Requests a crash left unjudged, fed to the detectors again in their order (judged.py),
+    without the spans of runs completed before the crash (`done`). Their findings were queued
+    (on disk) before the crash: the replay's are not sent again."""
+    again = [r for r in recovered if not r.judged]
+    for r in again:
+        spans = [d for d in parse_request(r.payload, config.run_id_attribute).spans
+                 if d.run_id is None or not _before(r.ref, done.get(d.run_id))]
+        assembler.accept(spans)
+        judged.fed(r.ref, {d.run_id for d in spans if d.run_id in assembler.runs})
+    for buffer in assembler.runs.values():
+        buffer.restored = True  # whole again: not runs that began before this process (restart.py)
+    if again:
+        _log.info("state dir: %d accepted requests of %d runs still open at the crash fed to the detectors again",
+                  len(again), len(assembler.runs))
+
+
+def _before(ref: Ref, upto: Optional[Ref]) -> bool:
+    return upto is not None and (ref.segment, ref.offset) <= (upto.segment, upto.offset)
 
 
 def _annotator(config: ReceiverConfig, metrics: Metrics, findings: FindingQueue) -> Optional[PhoenixAnnotator]:
@@ -233,11 +335,16 @@ async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Option
     return server, bound
 
 
-async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics) -> None:
+async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],
+                judged: Optional[JudgedLog]) -> None:
     while True:
         await asyncio.sleep(TICK_SECONDS)
         try:
+            if state is not None:
+                state.state.beat()
             findings.put(assembler.tick())
+            if judged is not None:  # after the findings are queued (on disk): their requests are done
+                judged.settle()
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))
         except Exception:  # a bug here must not stop the receiver; it is logged loudly

@@ -43,6 +43,7 @@ from .assembly import RunAssembler
 from .config import ReceiverConfig
 from .decode import Decoded, DecodedRequest, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from .judged import JudgedLog
 from .delivery import ForwardQueue
 from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
 from .metrics import Metrics
@@ -71,6 +72,7 @@ class TraceReceiver:
         self._findings = findings
         self._metrics = metrics
         self._in_flight: set[bytes] = set()
+        self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
         self._deliveries: set[asyncio.Future[SendResult]] = set()
 
     def handler(self) -> grpc.GenericRpcHandler:
@@ -114,9 +116,13 @@ class TraceReceiver:
                        dropped: list[tuple[Decoded, str]]) -> None:
         """Queue the unique spans for the downstream, then remember and judge them."""
         assert self._queue is not None
+        ref = None
         if fresh:
-            self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh))
+            ref = self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh),
+                                  b"".join(d.key for d in fresh))
         self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+        if ref is not None and self.judged is not None:  # state_dir: kept on disk until its runs are judged
+            self.judged.fed(ref, {d.run_id for d in fresh if d.run_id in self._assembler.runs})
 
     async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
                        dropped: list[tuple[Decoded, str]]) -> bytes:

@@ -7,10 +7,12 @@ run loops (the same lookup six times, same result), the others look up something
 time. It writes what it created to --out when it has flushed: every span id per trace, and
 which traces loop, so a test can count what reached the backend.
 
-  python app.py --out FILE [--runs N] [--rate RUNS_PER_SECOND] [--conversations]
+  python app.py --out FILE [--runs N] [--rate RUNS_PER_SECOND] [--conversations] [--no-processor]
 
 --conversations: each run is a conversation of two traces (calls 1-3, then 4-6) tied by
 `gen_ai.conversation.id` on every span, as an agent that starts a trace per user turn does.
+--no-processor: the plain SDK (TracerProvider, BatchSpanProcessor, OTLP exporter) without
+otel_loopguard: untagged spans, judged by the receiver alone.
 """
 
 from __future__ import annotations
@@ -62,17 +64,30 @@ def _turns(tracer: Any, run: int, looping: bool, calls: range, attrs: dict[str, 
         return format(root.get_span_context().trace_id, "032x")
 
 
+def _plain_sdk() -> Any:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rate", type=float, default=20.0, help="runs started per second")
     parser.add_argument("--conversations", action="store_true")
+    parser.add_argument("--no-processor", action="store_true")
     args = parser.parse_args()
 
-    handle = otel_loopguard.install(run_id_attribute="gen_ai.conversation.id" if args.conversations else None)
+    provider = (_plain_sdk() if args.no_processor else otel_loopguard.install(
+        run_id_attribute="gen_ai.conversation.id" if args.conversations else None).provider)
     ledger = Ledger()
-    handle.provider.add_span_processor(ledger)
+    provider.add_span_processor(ledger)
     tracer = trace.get_tracer("collector-test-app")
     loops, healthy, conversations = [], [], {}
     start = time.monotonic()
@@ -87,8 +102,8 @@ def main() -> int:
             (loops if looping else healthy).append(conv)
         else:
             (loops if looping else healthy).append(_turns(tracer, run, looping, range(1, CALLS + 1), {}))
-    flushed = handle.provider.force_flush(60_000)
-    handle.provider.shutdown()
+    flushed = provider.force_flush(60_000)
+    provider.shutdown()
     with open(args.out, "w", encoding="utf-8") as out:
         json.dump({"spans": ledger.spans, "loops": loops, "healthy": healthy, "conversations": conversations,
                    "flushed": flushed, "seconds": time.monotonic() - start}, out)

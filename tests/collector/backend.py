@@ -9,6 +9,7 @@ backend is unreachable) and come back on the same port.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from concurrent import futures
 from dataclasses import dataclass
@@ -57,8 +58,10 @@ class Stored:
 
 
 class CountingBackend(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, port: Optional[int] = None) -> None:
+    def __init__(self, port: Optional[int] = None, delay: float = 0.0) -> None:
+        """`delay`: seconds each Export takes before it stores anything (a slow backend)."""
         self.port = port or free_port()
+        self.delay = delay
         self.counts: Counter[tuple[str, str]] = Counter()
         self.findings: list[Stored] = []
         self.summaries: list[Stored] = []
@@ -86,6 +89,8 @@ class CountingBackend(trace_service_pb2_grpc.TraceServiceServicer):
             self._server = None
 
     def Export(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        if self.delay:
+            time.sleep(self.delay)
         with self._lock:
             self.requests += 1
             for rs in request.resource_spans:

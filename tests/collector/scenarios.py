@@ -90,13 +90,15 @@ class App:
         return json.loads(self.out.read_text())
 
 
-def start_app(collector_port: int, workdir: Path, *, runs: int, rate: float, conversations: bool = False) -> App:
+def start_app(collector_port: int, workdir: Path, *, runs: int, rate: float, conversations: bool = False,
+              processor: bool = True) -> App:
     out, log = workdir / "app.json", workdir / "app.log"
     env = child_env(lambda k: k.startswith("OTEL_"), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector_port}",
                     OTEL_SERVICE_NAME="collector-test-app", OTEL_LOOPGUARD_KEY=KEY)
     command = [sys.executable, str(APP), "--out", str(out), "--runs", str(runs), "--rate", str(rate)]
     with log.open("w") as err:
-        proc = subprocess.Popen(command + (["--conversations"] if conversations else []), cwd=ROOT, env=env,
+        flags = (["--conversations"] if conversations else []) + ([] if processor else ["--no-processor"])
+        proc = subprocess.Popen(command + flags, cwd=ROOT, env=env,
                                 stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
     return App(proc, out, log)
 
@@ -131,6 +133,9 @@ class Delivery:
     runs_incomplete: int  # runs with an incomplete_trace finding (calls missing: a restart cut them)
     summaries: int
     unjudged: int  # runs that never got a summary (no loopguard.run span)
+    cut_passing: int = 0  # runs with a summary scored as passing on fewer calls than the app made
+    loops_missed: int = 0  # loops neither stopped nor marked incomplete
+    finding_duplicates: int = 0  # finding and run spans stored twice (the same span id sent again)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -176,7 +181,22 @@ def delivery(backend: CountingBackend, result: dict[str, Any]) -> Delivery:
         runs_incomplete=sum(incomplete(r) for r in [*loops, *healthy]),
         summaries=len(summaries),
         unjudged=len((set(loops) | set(healthy)) - set(by_run(summaries))),
+        cut_passing=sum(_cut_passing(by_run(summaries).get(r, [])) for r in [*loops, *healthy]),
+        loops_missed=sum(not stopped(r) and not incomplete(r) for r in loops),
+        finding_duplicates=_stored_twice(backend, [*findings, *summaries]),
     )
+
+
+def _stored_twice(backend: CountingBackend, ours: Sequence[Stored]) -> int:
+    ids = {(f.trace_id, f.span_id) for f in ours}
+    return sum(n - 1 for key, n in backend.snapshot()[0].items() if key in ids)
+
+
+def _cut_passing(summaries: Sequence[Stored], calls: int = 6) -> bool:
+    """A summary scored as passing on part of a run (the app makes `calls` calls a run)."""
+    return any(s.attributes.get("loopguard.run.outcome") == "scored"
+               and s.attributes.get("loopguard.score.release.passed") is True
+               and (s.attributes.get("loopguard.score.tool_calls") or 0) < calls for s in summaries)
 
 
 def wait_delivered(backend: CountingBackend, result: dict[str, Any], timeout: float, *, quiet: float = 12.0,
