@@ -48,7 +48,7 @@ def test_a_changed_policy_file_judges_the_runs_opened_after_it(
     if how == "file change":
         time.sleep(0.1)  # past the interval: the next run to open looks at the file
     else:
-        assert otel_loopguard.reload_policy() == ["strict-2"]
+        assert "strict-2" in otel_loopguard.reload_policy()  # other live sources may answer too
     after = _run(stack, 4)
     assert _first_decision(stack, before) == (3, "lenient-1")
     assert _first_decision(stack, after) == (2, "strict-2")
