@@ -9,6 +9,7 @@
 //! order stays code-point order (key sorting) and the output is what the Python path digests.
 #![deny(unsafe_code)]
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 pub const OPAQUE: u32 = 1;
@@ -41,17 +42,18 @@ pub struct Canon {
     pub flags: u32,
 }
 
+/// A parsed value; text without escapes is borrowed from the source, not copied.
 #[derive(Debug, Clone)]
-enum Value {
+enum Value<'a> {
     Null,
     Bool(bool),
     /// Decimal digits as Python's `str(int)` writes them ("-0" already made "0").
-    Int(Vec<u8>),
+    Int(&'a [u8]),
     Float(f64),
-    Str(Vec<u8>),
-    Arr(Vec<Value>),
+    Str(Cow<'a, [u8]>),
+    Arr(Vec<Value<'a>>),
     /// Sorted by key, duplicates resolved (last value wins).
-    Obj(Vec<(Vec<u8>, Value)>),
+    Obj(Vec<(Cow<'a, [u8]>, Value<'a>)>),
 }
 
 /// `parse` then `serialise` of text (UTF-8), with `drop` removed at every depth.
@@ -67,7 +69,7 @@ pub fn canonical(src: &[u8], drop: &[Vec<u8>], lim: &Limits) -> Canon {
         _ => return opaque(src, OPAQUE | PROSE),
     }
     let mut flags = 0;
-    let mut value = match parse_text(src, lim, &mut flags) {
+    let value = match parse_text(src, lim, &mut flags) {
         Some(v) => v,
         None => return opaque(src, OPAQUE),
     };
@@ -75,8 +77,7 @@ pub fn canonical(src: &[u8], drop: &[Vec<u8>], lim: &Limits) -> Canon {
         if starts_structure(s) && !nesting_over(s, MAX_TEXT_DEPTH) {
             let mut inner = 0;
             if let Some(v) = parse_text(s, lim, &mut inner) {
-                value = v;
-                flags |= inner | DOUBLE_ENCODED;
+                return serialise(&v, src, flags | inner | DOUBLE_ENCODED, drop, lim.max_depth);
             }
         }
     }
@@ -149,8 +150,8 @@ fn regex_string_end(s: &[u8], mut j: usize) -> Option<usize> {
     None
 }
 
-fn parse_text(src: &[u8], lim: &Limits, flags: &mut u32) -> Option<Value> {
-    let mut p = Parser { s: src, i: 0, lim, flags: 0, depth: 0 };
+fn parse_text<'a>(src: &'a [u8], lim: &Limits, flags: &mut u32) -> Option<Value<'a>> {
+    let mut p = Parser { s: src, i: 0, lim: *lim, flags: 0, depth: 0 };
     let start = skip_ws(src, 0)?;
     p.i = start;
     let v = p.value()?;
@@ -165,12 +166,12 @@ fn parse_text(src: &[u8], lim: &Limits, flags: &mut u32) -> Option<Value> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
-    lim: &'a Limits,
+    lim: Limits,
     flags: u32,
     depth: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
@@ -191,7 +192,7 @@ impl Parser<'_> {
     }
 
     /// json's C `scan_once`: one value at the current position (no leading space).
-    fn value(&mut self) -> Option<Value> {
+    fn value(&mut self) -> Option<Value<'a>> {
         match self.peek()? {
             b'"' => {
                 self.i += 1;
@@ -210,12 +211,12 @@ impl Parser<'_> {
         }
     }
 
-    fn constant(&mut self, f: f64) -> Option<Value> {
+    fn constant(&mut self, f: f64) -> Option<Value<'a>> {
         self.flags |= NON_FINITE; // canonical._constant
         Some(Value::Float(f))
     }
 
-    fn nested(&mut self, f: fn(&mut Self) -> Option<Value>) -> Option<Value> {
+    fn nested(&mut self, f: fn(&mut Self) -> Option<Value<'a>>) -> Option<Value<'a>> {
         self.depth += 1;
         if self.depth > PARSER_STACK_GUARD {
             return None;
@@ -226,8 +227,8 @@ impl Parser<'_> {
         v
     }
 
-    fn object(&mut self) -> Option<Value> {
-        let mut items: Vec<(Vec<u8>, Value)> = Vec::new();
+    fn object(&mut self) -> Option<Value<'a>> {
+        let mut items: Vec<(Cow<'a, [u8]>, Value<'a>)> = Vec::new();
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
@@ -264,14 +265,15 @@ impl Parser<'_> {
     }
 
     /// dict(pairs) then sorted keys: the last value of a repeated key wins (flagged).
-    fn sorted_unique(&mut self, mut items: Vec<(Vec<u8>, Value)>) -> Vec<(Vec<u8>, Value)> {
+    #[allow(clippy::type_complexity)]
+    fn sorted_unique(&mut self, mut items: Vec<(Cow<'a, [u8]>, Value<'a>)>) -> Vec<(Cow<'a, [u8]>, Value<'a>)> {
         if items.len() < 2 {
             return items;
         }
         // A stable sort keeps repeats in text order: the last of each run is the one kept.
         items.sort_by(|a, b| a.0.cmp(&b.0));
         let n = items.len();
-        let mut out: Vec<(Vec<u8>, Value)> = Vec::with_capacity(n);
+        let mut out: Vec<(Cow<'a, [u8]>, Value<'a>)> = Vec::with_capacity(n);
         for item in items {
             if let Some(last) = out.last_mut() {
                 if last.0 == item.0 {
@@ -285,7 +287,7 @@ impl Parser<'_> {
         out
     }
 
-    fn array(&mut self) -> Option<Value> {
+    fn array(&mut self) -> Option<Value<'a>> {
         let mut items = Vec::new();
         self.ws();
         if self.peek()? == b']' {
@@ -311,19 +313,24 @@ impl Parser<'_> {
     }
 
     /// json's C scanstring, strict: after the opening quote, up to and past the closing one.
-    fn string(&mut self) -> Option<Vec<u8>> {
+    fn string(&mut self) -> Option<Cow<'a, [u8]>> {
         let s = self.s;
+        let first = self.i;
         let mut out = Vec::new();
         loop {
             let start = self.i;
             while self.i < s.len() && s[self.i] != b'"' && s[self.i] != b'\\' && s[self.i] >= 0x20 {
                 self.i += 1;
             }
+            if start == first && self.peek() == Some(b'"') {
+                self.i += 1; // no escape in it: borrowed as it is
+                return Some(Cow::Borrowed(&s[first..self.i - 1]));
+            }
             out.extend_from_slice(&s[start..self.i]);
             match self.peek()? {
                 b'"' => {
                     self.i += 1;
-                    return Some(out);
+                    return Some(Cow::Owned(out));
                 }
                 b'\\' => {
                     self.i += 1;
@@ -378,7 +385,7 @@ impl Parser<'_> {
     }
 
     /// json's C `_match_number_unicode`, then int() or float() of the matched text.
-    fn number(&mut self) -> Option<Value> {
+    fn number(&mut self) -> Option<Value<'a>> {
         let s = self.s;
         let start = self.i;
         let mut i = start;
@@ -431,9 +438,9 @@ impl Parser<'_> {
             return None; // int(): "Exceeds the limit for integer string conversion"
         }
         if digits == b"0" {
-            return Some(Value::Int(b"0".to_vec())); // int("-0") == 0
+            return Some(Value::Int(b"0")); // int("-0") == 0
         }
-        Some(Value::Int(text.to_vec()))
+        Some(Value::Int(text))
     }
 }
 
@@ -488,7 +495,7 @@ impl Walk<'_> {
             Value::Obj(items) => {
                 self.container(depth);
                 for (k, x) in items {
-                    if !self.drop.iter().any(|d| d == k) {
+                    if !self.drop.iter().any(|d| d[..] == k[..]) {
                         self.visit(x, depth + 1);
                     }
                 }
@@ -542,7 +549,7 @@ fn write_value(v: &Value, drop: &[Vec<u8>], out: &mut Vec<u8>) {
             out.push(b'{');
             let mut first = true;
             for (k, x) in items {
-                if !drop.is_empty() && drop.iter().any(|d| d == k) {
+                if !drop.is_empty() && drop.iter().any(|d| d[..] == k[..]) {
                     continue;
                 }
                 if !first {
