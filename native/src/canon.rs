@@ -524,7 +524,7 @@ fn escapable(drop: &[Vec<u8>]) -> bool {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 fn write_value(v: &Value, drop: &[Vec<u8>], out: &mut Vec<u8>) {
