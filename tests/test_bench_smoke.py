@@ -51,3 +51,15 @@ def test_the_collector_and_chaos_benches_still_reach_the_harness_they_drive() ->
     chaos = _load("chaos")
     assert set(chaos.SCENARIOS) == {"outage", "outage-sync", "sigterm", "sigkill"}
     assert callable(chaos.S.wait_delivered) and callable(chaos.S.start_app)
+
+
+def test_the_native_bench_times_both_paths_on_the_recorded_payloads() -> None:
+    bench = _load("bench_native")
+    recorded = bench.recorded_payloads()
+    assert len(recorded) > 500  # the captures' tool and model payloads, not an empty folder
+    bench.REPEATS = 1
+    for use_native in (False, True):  # without the module both run the Python path
+        bench.digest_all(recorded[:5] + bench.small_payloads(3) + bench.large_payloads(1), use_native)()
+        bench.canonical_all(recorded[:5], use_native)()
+    rows = bench.measure({"few": recorded[:3]})
+    assert {r["what"] for r in rows} == {"digests (action + result)", "canonical rules only"}

@@ -613,7 +613,12 @@ pub fn write_float(f: f64, out: &mut Vec<u8>) {
         Some(m) => (true, m),
         None => (false, mantissa),
     };
-    let digits: Vec<u8> = mantissa.bytes().filter(|c| c.is_ascii_digit()).collect();
+    let mut digits: Vec<u8> = mantissa.bytes().filter(|c| c.is_ascii_digit()).collect();
+    if digits.len() >= 16 {
+        if let Some(even) = tie_to_even(f.abs(), &digits, exp) {
+            digits = even;
+        }
+    }
     let n = digits.len() as i32;
     let decpt = exp + 1; // value = 0.DIGITS * 10^decpt
     if negative {
@@ -641,6 +646,54 @@ pub fn write_float(f: f64, out: &mut Vec<u8>) {
         out.push(b'.');
         out.extend_from_slice(&digits[decpt as usize..]);
     }
+}
+
+/// Python's repr breaks a tie between two shortest candidates to the even last digit (dtoa
+/// mode 0): 1000000000000000.25 is "1000000000000000.2". Rust's shortest writer may give the
+/// other one ("...0.3"). A tie needs the exact value to have one digit more than the shortest,
+/// ending in 5; checked on 19 rounded digits first, then on the exact expansion.
+fn tie_to_even(a: f64, digits: &[u8], exp: i32) -> Option<Vec<u8>> {
+    let n = digits.len();
+    let (x, e) = sci_digits(&format!("{:.18e}", a))?;
+    if e != exp || x.len() != n + 1 || x[n] != b'5' {
+        return None;
+    }
+    let (exact, e2) = sci_digits(&format!("{:.800e}", a))?; // every double is exact in 767 digits
+    if e2 != exp || exact != x {
+        return None;
+    }
+    let mut even = x[..n].to_vec(); // the lower candidate; the upper one adds one unit
+    if (even[n - 1] - b'0') % 2 == 1 {
+        let mut i = n;
+        loop {
+            if i == 0 {
+                return None; // carried into a new digit: leave Rust's answer
+            }
+            i -= 1;
+            if even[i] == b'9' {
+                even[i] = b'0';
+            } else {
+                even[i] += 1;
+                break;
+            }
+        }
+    }
+    while even.len() > 1 && even[even.len() - 1] == b'0' {
+        even.pop();
+    }
+    let text = format!("{}.{}e{}", even[0] as char, std::str::from_utf8(&even[1..]).ok()?, exp);
+    let text = if even.len() == 1 { format!("{}e{}", even[0] as char, exp) } else { text };
+    (text.parse::<f64>().ok()? == a).then_some(even)
+}
+
+/// The significant digits (trailing zeros removed) and exponent of "d.ddde±x".
+fn sci_digits(s: &str) -> Option<(Vec<u8>, i32)> {
+    let (m, e) = s.split_once('e')?;
+    let mut d: Vec<u8> = m.bytes().filter(|c| c.is_ascii_digit()).collect();
+    while d.len() > 1 && d[d.len() - 1] == b'0' {
+        d.pop();
+    }
+    Some((d, e.parse().ok()?))
 }
 
 trait ClearAnd {
@@ -675,7 +728,8 @@ mod tests {
     #[test]
     fn floats_as_python_repr() {
         let cases = [(1e16, "1e+16"), (1e15, "1000000000000000.0"), (0.0001, "0.0001"), (0.00001, "1e-05"),
-                     (1.5e300, "1.5e+300"), (-0.0, "-0.0"), (123.456, "123.456"), (5e-324, "5e-324")];
+                     (1.5e300, "1.5e+300"), (-0.0, "-0.0"), (123.456, "123.456"), (5e-324, "5e-324"),
+                     (1000000000000000.2, "1000000000000000.2")];
         for (f, want) in cases {
             let mut out = Vec::new();
             write_float(f, &mut out);
