@@ -66,6 +66,8 @@ else
     || { rm -rf "$tmp"; give_up "building"; }
   rm -rf "$dir"
   mv "$tmp" "$dir"
+  # Bounded: the three newest wheels are kept (a branch switch back reuses one), cargo's folder too.
+  { ls -td "$cache"/*/ | grep -v -e '/target/$' -e '/tmp\.' | tail -n +4 | xargs -r rm -rf; } || true
   wheel=$(ls "$dir"/otel_loopguard_native-*.whl | head -1)
 fi
 talking "installing the native wheel" "$venv/bin/python" -m pip install --progress-bar off --no-deps \
