@@ -19,7 +19,13 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
 key=$( { cat pyproject.toml; echo "extras=$extras"; python3 --version; } | sha256sum | cut -c1-16)
 stamp="$venv/.otel-loopguard-setup"
 if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+  # The optional Rust module (scripts/native.sh): one line when it is up to date (or no cargo).
+  if native=$(VENV="$venv" bash scripts/native.sh --status); then
+    say "$venv is up to date (extras: ${extras:-none}; dependency key $key): reused; ${native#*] }"
+    exit 0
+  fi
   say "$venv is up to date (extras: ${extras:-none}; dependency key $key): reused"
+  VENV="$venv" bash scripts/native.sh
   exit 0
 fi
 
@@ -55,3 +61,4 @@ say "installing otel-loopguard (editable) with extras: ${extras:-none}; a first 
 run_pip "installing" install -e "$target"
 echo "$key" > "$stamp"
 say "done: $venv ready"
+VENV="$venv" bash scripts/native.sh  # the optional Rust module, when cargo is present

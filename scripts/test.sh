@@ -39,6 +39,9 @@ elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then
 else
   echo "test.sh: 'chromium' not found and no apt-get to install it: the browser test will skip (on CI it fails)" >&2
 fi
+# The fingerprint path the suite runs on (setup.sh built the Rust module if cargo is present;
+# OTEL_LOOPGUARD_PURE_PYTHON=1 runs it on the Python path).
+say "fingerprint path: $(.venv/bin/python -c 'from otel_loopguard.fingerprint import native; print(native.PATH)')"
 # Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
 # up to a minute), a line every 8 s names it (scripts/talk.sh).
 say "step 6/6: the test suite (pytest -v)"

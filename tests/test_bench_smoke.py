@@ -60,3 +60,15 @@ def test_the_calibrate_bench_judges_its_week_and_every_candidate(tmp_path: Path)
     assert bench.calibrate(files, bench.SWEEPS[12]) == 13  # current and twelve candidates
     result = bench.measure(runs=5, repeat=1)
     assert result["runs"] == 5 + 4 and result["separate_audits_12_vs_audit"] == 13.0
+
+
+def test_the_native_bench_times_both_paths_on_the_recorded_payloads() -> None:
+    bench = _load("bench_native")
+    recorded = bench.recorded_payloads()
+    assert len(recorded) > 500  # the captures' tool and model payloads, not an empty folder
+    bench.REPEATS = 1
+    for use_native in (False, True):  # without the module both run the Python path
+        bench.digest_all(recorded[:5] + bench.small_payloads(3) + bench.large_payloads(1), use_native)()
+        bench.canonical_all(recorded[:5], use_native)()
+    rows = bench.measure({"few": recorded[:3]})
+    assert {r["what"] for r in rows} == {"digests (action + result)", "canonical rules only"}

@@ -12,6 +12,7 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
 from .canonical import NO_FLAGS, PROSE, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
+from . import native
 from .keys import DigestKey
 from .volatile import Masker
 from ..paths import get_path, without_paths
@@ -62,6 +63,7 @@ class Fingerprinter:
         # (digest, flags, exact digest or None): see result_digests
         self._results: dict[tuple[str, str], tuple[str, frozenset[str], Optional[str]]] = {}
         self._prefixes: dict[tuple[str, str], Any] = {}  # (domain, tool) -> prepared HMAC state
+        self._native_prefixes: dict[tuple[str, str], Any] = {}  # the same, in the Rust module
         self._maskers: dict[tuple[str, ...], Masker] = {}  # meaningful fields -> their masker
 
     @property
@@ -105,14 +107,21 @@ class Fingerprinter:
             memo = self._actions
             known = memo.get(key)
             if known is None:
-                fast = None if rule.ignore_fields or rule.defaults else native_canonical(
-                    arguments, _NO_KEYS, self.policy.max_bytes, self.policy.max_depth)
-                if fast is not None:  # = action_parts(...)[:2], without decoding the text
-                    known = (self._json_digest("action", tool, fast[1]), NO_FLAGS)
-                else:
-                    known = self.action_parts(tool, rule, arguments)[:2]
+                plain_rule = not (rule.ignore_fields or rule.defaults)
+                known = self._native_action(tool, arguments, "") if plain_rule else None
+                if known is None:
+                    fast = native_canonical(
+                        arguments, _NO_KEYS, self.policy.max_bytes, self.policy.max_depth) if plain_rule else None
+                    if fast is not None:  # = action_parts(...)[:2], without decoding the text
+                        known = (self._json_digest("action", tool, fast[1]), NO_FLAGS)
+                    else:
+                        known = self.action_parts(tool, rule, arguments)[:2]
                 self._actions = _kept(memo, key, known)
             return known
+        if not (rule.ignore_fields or rule.defaults):
+            native_known = self._native_action(tool, arguments, self._identity(rule, identity) if identity else "")
+            if native_known is not None:
+                return native_known
         if not identity and not (rule.ignore_fields or rule.defaults):
             flat = native_flat(arguments, _NO_KEYS)  # parsed arguments (a dict): no memo, no walk
             if flat is not None:
@@ -134,15 +143,20 @@ class Fingerprinter:
             known = memo.get(key)
             if known is None:
                 policy = self.policy
-                fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
-                if fast is not None:  # = result_full(...), without decoding the text
-                    digest, exact = self._json_result(rule, fast[1])
-                    known = (digest, NO_FLAGS, exact)
-                else:
-                    digest, flags, _, exact = self.result_full(tool, rule, result)
-                    known = (digest, flags, exact)
+                known = self._native_result(rule, result)
+                if known is None:
+                    fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
+                    if fast is not None:  # = result_full(...), without decoding the text
+                        digest, exact = self._json_result(rule, fast[1])
+                        known = (digest, NO_FLAGS, exact)
+                    else:
+                        digest, flags, _, exact = self.result_full(tool, rule, result)
+                        known = (digest, flags, exact)
                 self._results = _kept(memo, key, known)
             return known
+        native_known = self._native_result(rule, result)
+        if native_known is not None:
+            return native_known
         flat = native_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
         if flat is not None:
             digest, exact = self._json_result(rule, flat)
@@ -174,6 +188,47 @@ class Fingerprinter:
         if masked is None:
             return exact, None
         return self._json_digest("result", "", masked), exact
+
+    def _native_action(self, tool: str, arguments: Any, identity: str) -> Optional[tuple[str, frozenset[str]]]:
+        """(digest, flags) of text arguments through the Rust module (fingerprint/native.py),
+        equal to `action_parts`; None when it is absent or the input is not text."""
+        prefix = self._native_prefix("action", tool)
+        if prefix is None:
+            return None
+        policy = self.policy
+        return native.digest_text(prefix, arguments, identity, _NO_KEYS, policy.max_bytes, policy.max_depth)
+
+    def _native_result(self, rule: ToolRule, result: Any) -> Optional[tuple[str, frozenset[str], Optional[str]]]:
+        """`result_digests` of a text result through the Rust module, or None (see above)."""
+        prefix = self._native_prefix("result", "")
+        if prefix is None:
+            return None
+        policy = self.policy
+        got = native.canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
+        if got is None:
+            return None
+        form, text, flags = got
+        exact = native.digest_form(prefix, form, text)
+        masker = self._masker(rule) if form == "json" else None
+        masked = masker.data(text) if masker is not None else None
+        if masked is None:
+            return exact, flags, None
+        return native.digest_form(prefix, form, masked), flags, exact
+
+    def _native_prefix(self, domain: str, tool: str) -> Any:
+        """`_prefix` in the Rust module; None without it."""
+        if not native.AVAILABLE:
+            return None
+        prefix = self._native_prefixes.get((domain, tool))
+        if prefix is None:
+            head = f"loopguard.v1\x00{domain}\x00{_quoted(tool)}\x00"
+            prefix = self.key.native_prefixed(head.encode("utf-8", "surrogatepass"))
+            if prefix is None or len(tool) > MAX_CACHED_TOOL_CHARS:
+                return prefix
+            if len(self._native_prefixes) >= MEMO_ENTRIES:
+                self._native_prefixes = {}
+            self._native_prefixes[(domain, tool)] = prefix
+        return prefix
 
     def _masker(self, rule: ToolRule) -> Optional[Masker]:
         """The tool's masker of volatile-shaped values, or None when its policy turns it off."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, NoReturn, Optional
 
 from ..errors import KeyConfigError
+from . import native
 
 _log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ _warned_ephemeral = False
 class DigestKey:
     """An HMAC-SHA256 key plus its public id. Digests under other ids never compare."""
 
-    __slots__ = ("_secret", "key_id", "ephemeral", "_inner", "_outer")
+    __slots__ = ("_secret", "key_id", "ephemeral", "_inner", "_outer", "_native")
 
     def __init__(self, secret: bytes, key_id: Optional[str] = None, *, ephemeral: bool = False):
         if len(secret) < MIN_KEY_BYTES:
@@ -49,6 +50,7 @@ class DigestKey:
         padded = (hashlib.sha256(self._secret).digest() if len(self._secret) > _BLOCK else self._secret).ljust(_BLOCK, b"\0")
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in padded))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
+        self._native: Any = False  # the Rust module's key, made on first use (None: absent)
 
     def digest(self, message: bytes) -> str:
         """Truncated keyed digest: 32 lowercase hex chars (= hmac.digest(secret, message, "sha256"))."""
@@ -67,6 +69,13 @@ class DigestKey:
         outer = self._outer.copy()
         outer.update(inner.digest())
         return outer.digest()[:DIGEST_BYTES].hex()
+
+    def native_prefixed(self, prefix: bytes) -> Any:
+        """The Rust module's state after `prefix` (see `prefixed`), or None without the module
+        (fingerprint/native.py). Its digests equal `digest_after`'s (tests/native/)."""
+        if self._native is False:
+            self._native = native.key(self._secret)
+        return None if self._native is None else self._native.prefixed(prefix)
 
     def __repr__(self) -> str:
         return f"DigestKey(key_id={self.key_id!r}, ephemeral={self.ephemeral})"
