@@ -155,3 +155,36 @@ def test_a_float_subclass_keeps_its_non_finite_flag() -> None:
     c = canonicalize({"r": Ratio(float("nan")), "i": Level.HIGH, "t": Tag("x")})
     assert c.text == '{"i":3,"r":NaN,"t":"x"}'
     assert c.flags == {NON_FINITE}
+
+
+# --- parse: which text is JSON -----------------------------------------------------------
+
+
+def test_json_text_of_objects_nested_past_the_text_limit_is_opaque() -> None:
+    from otel_loopguard.fingerprint.canonical import MAX_TEXT_DEPTH, OPAQUE_TEXT, parse
+
+    deep = '{"a":' * (MAX_TEXT_DEPTH + 1) + "1" + "}" * (MAX_TEXT_DEPTH + 1)
+    assert parse(deep).flags == {OPAQUE_TEXT, TOO_DEEP} and parse(deep).form == "text"
+    within = '{"a":' * MAX_TEXT_DEPTH + "1" + "}" * MAX_TEXT_DEPTH
+    assert parse(within).form == "json" and parse(within).flags == frozenset()
+
+
+def test_only_json_whitespace_may_precede_json_text() -> None:
+    from otel_loopguard.fingerprint.canonical import PROSE, parse
+
+    assert parse(' \t\n\r{"a": 1}').value == {"a": 1}
+    # a no-break space is not JSON whitespace: prose, settled by its first character
+    # (and so kept by the fingerprinter's memo, unlike text a decode refused)
+    assert parse('\u00a0{"a": 1}').flags is PROSE
+
+
+def test_a_json_string_holding_indented_json_is_parsed_twice() -> None:
+    from otel_loopguard.fingerprint.canonical import DOUBLE_ENCODED, parse
+
+    p = parse(json.dumps(' \n{"b": 1, "a": 2}'))
+    assert p.value == {"a": 2, "b": 1} and p.flags == {DOUBLE_ENCODED}
+
+
+def test_a_str_subclass_holding_json_text_is_parsed_like_str() -> None:
+    assert canonicalize(Tag('{"b": 1, "a": [2]}')).text == '{"a":[2],"b":1}'
+    assert canonicalize(Tag("plain words")).form == "text"
