@@ -10,6 +10,7 @@ testing's forked workers can (docs/testing.md).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Optional, cast
 
@@ -218,10 +219,11 @@ def test_calls_without_a_number_are_held_counted_and_judged_when_the_run_complet
 def test_a_gap_outliving_its_wait_is_reported_and_judging_goes_on_after_it() -> None:
     rig = Rig()
     rig.accept(tool(1, run_id="conv-1"))
-    rig.accept(root())  # known, but the run is a conversation: it goes on
     assert rig.accept(tool(3, run_id="conv-1")) == [] and rig.assembler.buffered_calls == 1  # waits for 2
+    rig.clock.now = 108.0
+    rig.accept(root())  # known, but the run is a conversation: its turn ends, the run goes on
     assert rig.at(109.9) == []
-    out = rig.at(110.0)
+    out = rig.at(110.0)  # the gap's wait and the turn's grace end in the same tick
     (gap,) = out
     a = attrs(gap)
     assert (a["loopguard.finding.kind"], a["loopguard.finding.first_seq"], a["loopguard.finding.last_seq"]) == (
@@ -517,3 +519,106 @@ def test_a_reloaded_policy_judges_runs_opened_after_it_and_open_runs_keep_theirs
     out = rig.accept(tool(2)) + rig.accept(tool(3)) + [s for seq in (1, 2, 3) for s in rig.accept(tool(seq, trace=TRACE_2))]
     versions = [attrs(s)["loopguard.policy.version"] for s in out]
     assert versions == ["old", "new"]
+
+
+def test_a_conversation_keeps_the_roots_of_its_first_traces_only() -> None:
+    """Bounded memory: a finding in a trace past the bound goes under its call's parent."""
+    rig = Rig()
+    n = assembly.MAX_ROOTS_PER_RUN
+    traces = [(0x100 + i).to_bytes(16, "big") for i in range(n + 1)]
+    for i, trace in enumerate(traces):
+        rig.accept(tool(i + 1, trace=trace, run_id="conv-1", args={"q": i}), root(trace))
+    last, kept = traces[-1], traces[-2]
+    (past,) = rig.assembler.duplicate(tool(n + 1, trace=last, run_id="conv-1", args={"q": n}))
+    (within,) = rig.assembler.duplicate(tool(n, trace=kept, run_id="conv-1", args={"q": n - 1}))
+    assert (past.parent_span_id, within.parent_span_id) == (STEP, ROOT)
+
+
+def test_runs_completing_in_one_tick_are_all_summarised() -> None:
+    rig = Rig()
+    rig.accept(tool(1), tool(1, trace=TRACE_2), tool(1, trace=bytes.fromhex("0c" * 16)))
+    done = rig.at(130.0)
+    assert len(summaries(done)) == 3 and rig.assembler.runs == {}
+
+
+def test_nothing_of_a_completed_run_is_kept_but_its_late_cache_entry() -> None:
+    rig = Rig()
+    rig.accept(root(), tool(1), tool(1, trace=TRACE_2))
+    rig.at(102.0)
+    assert rig.assembler._trace_runs == {TRACE_2: {TRACE_2.hex()}}  # noqa: SLF001
+    rig.assembler.flush()
+    assert rig.assembler._trace_runs == {}  # noqa: SLF001
+
+
+def test_a_run_sharing_a_trace_with_a_completed_one_is_still_kept_alive_by_that_trace() -> None:
+    rig = Rig()
+    rig.accept(tool(1, run_id="conv-a", span=sid(1)), tool(1, run_id="conv-b", span=sid(2)))
+    rig.clock.now = 120.0
+    rig.accept(tool(2, run_id="conv-b", span=sid(3), trace=TRACE_2))
+    assert [attrs(s)["loopguard.run.id"] for s in summaries(rig.at(130.0))] == ["conv-a"]
+    rig.clock.now = 145.0
+    rig.accept(decoded(TRACE, sid(9), STEP))  # an ordinary span of the shared trace
+    assert rig.at(150.0) == []  # conv-b: active at 145
+    assert summaries(rig.at(175.0))
+
+
+def test_calls_out_of_order_in_time_are_counted_as_clock_skew_at_completion() -> None:
+    rig = Rig()
+    rig.accept(tool(1, start=T0 + 50 * MS), tool(2, start=T0 + 10 * MS))  # 2 started 40 ms before 1
+    assert rig.count("clock_skew_total") == 0
+    assert _skewed(rig) is True
+    assert rig.count("clock_skew_total") == 1
+
+
+def test_a_run_whose_calls_were_never_judged_is_summarised_at_the_top_of_its_trace() -> None:
+    rig = Rig()
+    (conflict,) = rig.accept(tool(200_000))  # far beyond any sequence seen: bad data, not judged
+    assert attrs(conflict)["loopguard.finding.kind"] == "integrity_conflict"
+    before = time.time_ns()
+    (summary,) = summaries(rig.assembler.flush())
+    assert attrs(summary)["loopguard.run.outcome"] == "integrity_error"
+    assert (summary.trace_id, summary.parent_span_id) == (TRACE, b"")
+    assert summary.start_time_unix_nano == summary.end_time_unix_nano >= before
+
+
+def test_a_summary_of_calls_without_times_is_placed_at_completion_time() -> None:
+    rig = Rig()
+    for n in (1, 2):
+        raw = RawCall(seq=0, tool="lookup", arguments={"q": n}, span_id=sid(n).hex(), trace_id=TRACE.hex(),
+                      parent_id=STEP.hex())
+        rig.accept(decoded(TRACE, sid(n), STEP, 0, 0, run_id=TRACE.hex(), call=raw))
+    before = time.time_ns()
+    (summary,) = summaries(rig.assembler.flush())
+    assert summary.parent_span_id == STEP
+    assert before <= summary.start_time_unix_nano == summary.end_time_unix_nano <= time.time_ns()
+
+
+def test_what_happens_to_a_run_is_logged(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.DEBUG, logger="otel_loopguard.receiver")
+    rig = Rig()
+    rig.accept(decoded(TRACE, STEP, ROOT, T0, T0 + 100), tool(1, start=T0 - 1, end=T0 + 5))
+    rig.accept(tool(1, trace=TRACE_2), tool(1, trace=bytes.fromhex("0c" * 16)))
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(rig.assembler.runs[TRACE_2.hex()], "expire_gap", broken)
+    monkeypatch.setattr(rig.assembler.runs["0c" * 16], "complete", broken)
+    rig.at(130.0)
+    messages = caplog.messages
+    assert f"clock skew in run {TRACE.hex()}: a tool call lies outside its parent span" in messages
+    assert f"run {TRACE.hex()} complete: scored, 1 tool calls" in messages
+    assert f"could not advance run {TRACE_2.hex()}" in messages
+    assert f"could not complete run {'0c' * 16}" in messages
+    assert f"run {'0c' * 16} complete: integrity_error, 1 tool calls" in messages
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == []  # no finding in these runs
+
+
+def test_each_finding_is_logged_with_its_kind_tool_run_and_calls(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="otel_loopguard.receiver")
+    rig = Rig()
+    repeat_run(rig, 4)
+    first, second = caplog.messages
+    assert first.startswith(f"finding repeat/warn tool=lookup run={TRACE.hex()} seq=1-3: lookup was called 3 times")
+    assert second.startswith(f"finding no_progress/warn tool=- run={TRACE.hex()} seq=2-4: 3 decisions in a row")

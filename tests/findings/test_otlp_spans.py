@@ -189,6 +189,7 @@ def test_the_raw_arguments_are_shown_as_judged_cut_short_past_the_limit() -> Non
     ("loopguard.finding", True), ("loopguard.run", True), ("loopguard.finding repeat/stop lookup", True),
     ("loopguard.run scored/pass", True), ("loopguard.findings", False), ("loopguard.runner x", False),
     ("loopguard.call", False), ("my loopguard.finding", False), ("lookup", False),
+    ("loopguard.finding\trepeat/stop", False),  # detail follows one space, as we write it
 ])
 def test_own_spans_are_known_by_name_bare_or_with_detail(name: str, own: bool) -> None:
     assert is_own_span(name) is own

@@ -188,3 +188,23 @@ def test_a_json_string_holding_indented_json_is_parsed_twice() -> None:
 def test_a_str_subclass_holding_json_text_is_parsed_like_str() -> None:
     assert canonicalize(Tag('{"b": 1, "a": [2]}')).text == '{"a":[2],"b":1}'
     assert canonicalize(Tag("plain words")).form == "text"
+
+
+def test_any_mapping_is_an_object() -> None:
+    from types import MappingProxyType
+
+    c = canonicalize({"m": MappingProxyType({"b": 1, "a": 2})})
+    assert (c.text, c.flags) == ('{"m":{"a":2,"b":1}}', frozenset())
+
+
+def test_set_items_are_walked_as_json_and_sorted_by_their_text() -> None:
+    c = canonicalize({"f": frozenset({(3,), (1, 2)}), "n": {9, 10}})
+    # by canonical text: "10" before "9", "[1,2]" before "[3]"
+    assert c.text == '{"f":{"\\u0000set":[[1,2],[3]]},"n":{"\\u0000set":[10,9]}}'
+    assert c.flags == {NON_JSON_VALUE}
+
+
+def test_set_items_count_towards_the_depth() -> None:
+    value = {"f": frozenset({(1, 2)})}  # object, set, array: three levels
+    assert canonicalize(value, max_depth=3).flags == {NON_JSON_VALUE}
+    assert canonicalize(value, max_depth=2).flags == {NON_JSON_VALUE, TOO_DEEP}
