@@ -276,3 +276,11 @@ def test_an_export_request_names_the_service_and_our_scope() -> None:
     assert list(ss.spans) == spans
     default = export_request([])
     assert attributes(default.resource_spans[0].resource.attributes) == {"service.name": "otel-loopguard"}
+
+
+def test_a_run_id_is_shown_unescaped_and_only_findings_by_kind_is_spread_per_kind() -> None:
+    span = run_span("run-zürich", WHERE, {"release": PASSED, "by_tool": {"lookup": 3}}, {})
+    a = attrs(span)
+    assert "run-zürich" in a["input.value"]
+    assert not any(k.startswith("loopguard.score.findings.") for k in a)
+    assert "loopguard.score.by_tool" in a
