@@ -61,6 +61,7 @@ VALUES: dict[str, Any] = {
     "objects": [Thing(), Unprintable()],
     "tuples": (1, (2, 3), ()),
     "arrays in objects in arrays": {"a": [[1, [2]], {"b": [3, {"c": [4, 5]}]}], "d": [{}, []]},
+    "keys beyond ASCII": {"ключ": {"é": 1, "z": 2}},
 }
 
 
@@ -208,3 +209,16 @@ def test_set_items_count_towards_the_depth() -> None:
     value = {"f": frozenset({(1, 2)})}  # object, set, array: three levels
     assert canonicalize(value, max_depth=3).flags == {NON_JSON_VALUE}
     assert canonicalize(value, max_depth=2).flags == {NON_JSON_VALUE, TOO_DEEP}
+
+
+class Mängd(frozenset):  # type: ignore[type-arg]
+    pass
+
+
+def test_a_set_left_for_the_iterative_writer_keeps_its_items() -> None:
+    c = canonicalize([{2, 1}], max_depth=0)
+    assert json.loads(c.text) == [{"\x00set": [1, 2]}]
+    assert c.flags == {TOO_DEEP, NON_JSON_VALUE}
+    # one too deep for a single level: its type's name alone, unescaped
+    tagged = canonicalize([Mängd({(1,)})], max_depth=0)
+    assert tagged.text == '["\\u0000Mängd"]'
