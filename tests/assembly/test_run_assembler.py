@@ -306,6 +306,7 @@ def test_run_facts_and_guard_events_reach_the_run_summary() -> None:
     guard = decoded(TRACE, sid(21), STEP, run_id=TRACE.hex(),
                     guards=[GuardEvent(time_ns=T0 + 20 * MS, kind="repeat", dispatched=False, tool="lookup")])
     assert rig.accept(facts, guard) == []
+    assert rig.count("internal_errors_total") == 0
     a = attrs(summaries(rig.assembler.flush())[0])
     assert a["loopguard.score.termination_reason"] == "loop_guard"
     assert a["loopguard.score.guard_fired"] is True
@@ -622,3 +623,70 @@ def test_each_finding_is_logged_with_its_kind_tool_run_and_calls(caplog: pytest.
     first, second = caplog.messages
     assert first.startswith(f"finding repeat/warn tool=lookup run={TRACE.hex()} seq=1-3: lookup was called 3 times")
     assert second.startswith(f"finding no_progress/warn tool=- run={TRACE.hex()} seq=2-4: 3 decisions in a row")
+
+
+def test_a_parent_seen_before_its_trace_had_a_call_or_a_run_is_not_kept() -> None:
+    """The negative control of the parent checks: only spans of traces with calls are kept
+    (memory stays bounded by the traces that matter), so a skewed call under a parent that
+    came alone, earlier, goes unnoticed."""
+    rig = Rig()
+    rig.accept(decoded(TRACE, STEP, ROOT, T0, T0 + 100))
+    rig.accept(tool(1, start=T0 - 50, end=T0 + 5))
+    assert rig.count("clock_skew_total") == 0 and _skewed(rig) is False
+
+
+def test_every_span_of_a_request_is_judged_and_its_findings_returned() -> None:
+    rig = Rig()
+    repeat_run(rig, 2)
+    out = rig.accept(tool(3), decoded(TRACE, sid(60), STEP))  # the finding comes from the first span
+    assert finding_kinds(out) == [("repeat", "warn")]
+
+
+def test_a_span_that_cannot_be_judged_is_logged_with_its_ids(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, logger="otel_loopguard.receiver")
+    rig = Rig()
+    rig.accept(decoded(TRACE, sid(40), STEP, run_id=TRACE.hex(), call=cast(Any, "not a call")))
+    assert caplog.messages == [f"could not judge span {sid(40).hex()} of trace {TRACE.hex()}"]
+
+
+def test_model_spans_and_run_facts_keep_a_run_open_and_open_one() -> None:
+    rig = Rig()
+    rig.accept(tool(1))
+    rig.clock.now = 120.0
+    rig.accept(decoded(TRACE, sid(31), STEP, run_id=TRACE.hex(), model=ModelCall(turn=0)))
+    assert rig.at(130.0) == [] and rig.assembler.runs
+    assert summaries(rig.at(150.0))
+    # a run opened by its facts alone completes when idle, like any other
+    rig.accept(decoded(TRACE_2, sid(32), STEP, run_id=TRACE_2.hex(), facts={"loopguard.terminal_response": True}))
+    assert list(rig.assembler.runs) == [TRACE_2.hex()]
+    rig.at(180.0)
+    assert rig.assembler.runs == {} and rig.count("internal_errors_total") == 0
+
+
+def test_a_run_whose_first_numbered_call_never_arrives_is_incomplete() -> None:
+    rig = Rig()
+    assert rig.accept(tool(2)) == [] and rig.assembler.buffered_calls == 1
+    (gap,) = rig.at(110.0)
+    a = attrs(gap)
+    assert (a["loopguard.finding.kind"], a["loopguard.finding.first_seq"]) == ("incomplete_trace", 1)
+
+
+def test_with_dense_seq_every_numbered_call_is_judged_as_it_arrives() -> None:
+    rig = Rig(dense_seq=True)
+    per_call = [finding_kinds(rig.accept(tool(seq, dense=False))) for seq in (1, 2, 3)]
+    assert per_call == [[], [], [("repeat", "warn")]]
+    plain = Rig()  # the negative control: unmarked numbers are held until completion
+    assert [finding_kinds(plain.accept(tool(seq, dense=False))) for seq in (1, 2, 3)] == [[], [], []]
+    assert finding_kinds(plain.assembler.flush()) == [("repeat", "warn")]
+
+
+def test_a_finding_about_calls_without_times_is_placed_when_it_is_made() -> None:
+    rig = Rig()
+    for n in (1, 2, 3):
+        raw = RawCall(seq=0, tool="lookup", arguments={"q": 1}, span_id=sid(n).hex(), trace_id=TRACE.hex(),
+                      parent_id=STEP.hex())
+        rig.accept(decoded(TRACE, sid(n), STEP, 0, 0, run_id=TRACE.hex(), call=raw))
+    before = time.time_ns()
+    (warn,) = [s for s in rig.assembler.flush() if "loopguard.finding.kind" in attrs(s)]
+    assert warn.parent_span_id == STEP
+    assert before <= warn.start_time_unix_nano == warn.end_time_unix_nano <= time.time_ns()

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from google.protobuf.unknown_fields import UnknownFieldSet
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_loopguard import __version__
@@ -118,6 +119,7 @@ def test_a_finding_span_carries_every_finding_field_by_its_documented_name() -> 
     assert span.kind == Span.SPAN_KIND_INTERNAL
     assert len(span.span_id) == 8 and span.span_id != bytes(8)
     assert finding_span(finding(), [], WHERE).span_id != span.span_id  # each span its own id
+    assert len(UnknownFieldSet(span)) == 0  # nothing but fields of a Span was written
 
 
 def test_a_finding_without_tool_or_action_has_neither_attribute_nor_a_tool_in_its_name() -> None:
