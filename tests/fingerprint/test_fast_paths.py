@@ -328,7 +328,8 @@ def test_without_orjson_the_digests_are_the_same(monkeypatch: pytest.MonkeyPatch
 # --- the whole digest, as documented (docs/fingerprints.md, "Keyed digests") --------------------
 
 
-@pytest.mark.parametrize("tool", ["lookup_order", "caf\u00e9 \"quoted\"", "", "\U0001f600"])
+@pytest.mark.parametrize("tool", ["lookup_order", "caf\u00e9 \"quoted\"", "", "\U0001f600",
+                                  "\u00e9" * 300, "lone \ud800 surrogate"])  # past the cached length; not UTF-8
 def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> None:
     """Hashing the (domain, tool) prefix once must give the digest of the whole message."""
     secret = b"known-answer-key-0123456789"
@@ -336,7 +337,7 @@ def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> 
 
     def expected(domain: str, text: str, t: str = tool) -> str:
         message = "\x00".join(("loopguard.v1", domain, json.dumps(t, ensure_ascii=False), "", "json", text))
-        return hmac.new(secret, message.encode("utf-8"), hashlib.sha256).digest()[:16].hex()
+        return hmac.new(secret, message.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()[:16].hex()
 
     for _ in range(2):  # the second round uses the prepared prefixes (and the memo)
         assert fp.action(tool, '{"b": 1, "a": [true]}').digest == expected("action", '{"a":[true],"b":1}')
@@ -466,3 +467,14 @@ def test_text_settled_as_prose_without_a_decode_is_text_the_decoder_refuses(befo
         with pytest.raises(ValueError):
             json.loads(text)
         assert canon.parse(text) == canon.Parsed(text, "text", frozenset({canon.OPAQUE_TEXT}))
+
+
+def test_the_prepared_prefixes_stay_bounded_and_right_past_their_bound() -> None:
+    from otel_loopguard.fingerprint import fingerprinter as fpmod
+
+    fp = Fingerprinter(DigestKey(b"prefix-bound-test-key-0123"), Policy())
+    first = fp.action("tool_0", "[1]").digest
+    for i in range(fpmod.MEMO_ENTRIES + 5):
+        fp.action(f"tool_{i}", "[1]")
+    assert len(fp._prefixes) <= fpmod.MEMO_ENTRIES  # noqa: SLF001
+    assert fp.action("tool_0", "[1]").digest == first
