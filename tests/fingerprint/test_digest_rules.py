@@ -63,3 +63,15 @@ def test_the_memo_holds_payloads_up_to_its_size_and_tools_up_to_theirs() -> None
     fp.action_digest(tool, POLICY.rule(tool), "[1]")
     fp.action_digest(tool + "y", POLICY.rule(tool + "y"), "[1]")
     assert (tool, "[1]") in fp._actions and (tool + "y", "[1]") not in fp._actions  # noqa: SLF001
+
+
+def test_only_json_results_are_masked_never_opaque_text() -> None:
+    fp = Fingerprinter(KEY, POLICY)
+    rule = POLICY.rule("t")
+    uuid_value = "0b7f1c2e-6a4d-4f3b-9c1e-2d5a8b7c6f10"
+    broken = '{"id":"%s","x":1' % uuid_value  # not JSON: hashed as the exact text
+    digest, flags, exact = fp.result_digests("t", rule, broken)
+    assert exact is None and "opaque_text" in flags
+    assert digest != fp.result_digests("t", rule, broken.replace("0b7f", "1c8a"))[0]
+    masked = fp.result_digests("t", rule, broken + "}")  # the JSON twin: its id is masked
+    assert masked[2] is not None and masked[0] == fp.result_digests("t", rule, broken.replace("0b7f", "1c8a") + "}")[0]
