@@ -75,3 +75,10 @@ def test_only_json_results_are_masked_never_opaque_text() -> None:
     assert digest != fp.result_digests("t", rule, broken.replace("0b7f", "1c8a"))[0]
     masked = fp.result_digests("t", rule, broken + "}")  # the JSON twin: its id is masked
     assert masked[2] is not None and masked[0] == fp.result_digests("t", rule, broken.replace("0b7f", "1c8a") + "}")[0]
+
+
+def test_text_with_lone_surrogates_is_digested_and_kept_apart() -> None:
+    fp = Fingerprinter(KEY, POLICY)
+    a = fp.action("t", '{"a": "\\ud800"}').digest
+    assert a != fp.action("t", '{"a": "\\ud801"}').digest
+    assert fp.result("t", '["\\udfff"]').digest != fp.result("t", '["\\udffe"]').digest

@@ -212,7 +212,7 @@ def test_one_step_equals_parse_then_serialise(value: Any, drop: frozenset[str], 
      "[" * 250 + "]" * 250, '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}',
      '{"a":1} ', '{"a":1}x', "{'a': 1}", "{", "[1,]", "", "x" * 300, '{"n":' + "9" * 5000 + "}", "\ufeff{}",
      '{"a":[1,2,{"b":null}]}', '[{"a":' * 35 + "1" + "}]" * 35, '{"a":' * 70 + "1" + "}" * 70,
-     '" [1, {\\"b\\": 2}]"', "\u00a0{}"],
+     '" [1, {\\"b\\": 2}]"', "\u00a0{}", "[[[[1]]]]"],
 )
 @pytest.mark.parametrize("drop", [frozenset(), frozenset({"timestamp"}), frozenset({"a"})])
 def test_one_step_equals_parse_then_serialise_on_odd_inputs(text: str, drop: frozenset[str]) -> None:
