@@ -82,3 +82,19 @@ def test_text_with_lone_surrogates_is_digested_and_kept_apart() -> None:
     a = fp.action("t", '{"a": "\\ud800"}').digest
     assert a != fp.action("t", '{"a": "\\ud801"}').digest
     assert fp.result("t", '["\\udfff"]').digest != fp.result("t", '["\\udffe"]').digest
+
+
+def test_results_of_tools_up_to_the_cached_name_length_are_memoised() -> None:
+    fp = Fingerprinter(KEY, POLICY)
+    tool = "x" * fpmod.MAX_CACHED_TOOL_CHARS
+    fp.result_digest(tool, POLICY.rule(tool), "[1]")
+    fp.result_digest(tool + "y", POLICY.rule(tool + "y"), "[1]")
+    assert (tool, "[1]") in fp._results and (tool + "y", "[1]") not in fp._results  # noqa: SLF001
+
+
+def test_a_full_memo_starts_over_instead_of_growing() -> None:
+    fp = Fingerprinter(KEY, POLICY)
+    rule = POLICY.rule("t")
+    for i in range(fpmod.MEMO_ENTRIES + 1):
+        fp.action_digest("t", rule, f"[{i}]")
+    assert len(fp._actions) == 1  # noqa: SLF001  # the entry that found it full
