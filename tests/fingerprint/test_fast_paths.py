@@ -372,6 +372,13 @@ def test_an_orjson_writing_unsigned_exponents_is_not_trusted_on_floats(monkeypat
     integer beyond 64 bits): the float search must then run on every output."""
     import orjson
 
+    # the positive control: the orjson installed here (3.11.7 or later) writes signed exponents
+    assert canon._signed_exponents() is True
+    with monkeypatch.context() as m:
+        m.setattr(canon, "_orjson_loads", None)
+        assert canon._signed_exponents() is False  # no orjson at all
+    monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e-", b"e"))
+    assert canon._signed_exponents() is False  # negative exponents count too
     monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e+", b"e"))
     assert canon._signed_exponents() is False
     monkeypatch.setattr(canon, "_SIGNED_EXPONENTS", False)
