@@ -3,7 +3,7 @@
 # fingerprint/, policy/, progress/, detect/, findings/, score/ and receiver/assembly.py is
 # run against the tests that cover it, and the score per module is printed.
 #
-#   bash scripts/mutation.sh                 # the whole core (about 25 minutes on 2 cores)
+#   bash scripts/mutation.sh                 # the whole core (hours on 2 shared cores: docs/testing.md)
 #   bash scripts/mutation.sh detect          # one package ...
 #   bash scripts/mutation.sh detect/cycle    # ... or one module
 #

@@ -127,3 +127,16 @@ def test_a_poll_ending_exactly_at_the_deadline_has_reached_it() -> None:
     h = Harness(poll_policy(max_polls=None, deadline_seconds=60))
     assert timed_poll(h, "queued", 0, 1) == []
     assert briefs(timed_poll(h, "running", 59, 60)) == [("poll_budget", "stop", 1, 2, 2)]
+
+
+def _poll_previews(h: Harness, job: int = 1) -> list[tuple[str, str]]:
+    call = h.fingerprint(TOOL, {"export_id": job}, None)
+    return [(level, reason) for level, kind, reason in h.run.preview(call) if kind == "poll_budget"]
+
+
+def test_preview_tells_a_poll_where_it_stands_from_its_first_poll_on() -> None:
+    h = Harness(poll_policy(max_polls=1))
+    # no poll of this episode yet: the first is also the last one allowed
+    assert _poll_previews(h) == [("warn", f"this is poll 1 of the 1 {TOOL} may make without reaching a terminal state")]
+    quiet = Harness(poll_policy(max_polls=10))
+    assert _poll_previews(quiet) == []  # the negative control: far from the budget

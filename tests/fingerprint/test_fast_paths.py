@@ -211,7 +211,8 @@ def test_one_step_equals_parse_then_serialise(value: Any, drop: frozenset[str], 
     ['{"a":1e999}', '{"a":NaN}', '{"a":-Infinity}', '{"a":1,"a":2}', '"{\\"b\\":1}"', "[" * 70 + "]" * 70,
      "[" * 250 + "]" * 250, '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}',
      '{"a":1} ', '{"a":1}x', "{'a': 1}", "{", "[1,]", "", "x" * 300, '{"n":' + "9" * 5000 + "}", "\ufeff{}",
-     '{"a":[1,2,{"b":null}]}'],
+     '{"a":[1,2,{"b":null}]}', '[{"a":' * 35 + "1" + "}]" * 35, '{"a":' * 70 + "1" + "}" * 70,
+     '" [1, {\\"b\\": 2}]"', "\u00a0{}", "[[[[1]]]]"],
 )
 @pytest.mark.parametrize("drop", [frozenset(), frozenset({"timestamp"}), frozenset({"a"})])
 def test_one_step_equals_parse_then_serialise_on_odd_inputs(text: str, drop: frozenset[str]) -> None:
@@ -327,7 +328,8 @@ def test_without_orjson_the_digests_are_the_same(monkeypatch: pytest.MonkeyPatch
 # --- the whole digest, as documented (docs/fingerprints.md, "Keyed digests") --------------------
 
 
-@pytest.mark.parametrize("tool", ["lookup_order", "caf\u00e9 \"quoted\"", "", "\U0001f600"])
+@pytest.mark.parametrize("tool", ["lookup_order", "caf\u00e9 \"quoted\"", "", "\U0001f600",
+                                  "\u00e9" * 300, "lone \ud800 surrogate"])  # past the cached length; not UTF-8
 def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> None:
     """Hashing the (domain, tool) prefix once must give the digest of the whole message."""
     secret = b"known-answer-key-0123456789"
@@ -335,7 +337,7 @@ def test_action_and_result_digests_are_hmac_of_the_framed_message(tool: str) -> 
 
     def expected(domain: str, text: str, t: str = tool) -> str:
         message = "\x00".join(("loopguard.v1", domain, json.dumps(t, ensure_ascii=False), "", "json", text))
-        return hmac.new(secret, message.encode("utf-8"), hashlib.sha256).digest()[:16].hex()
+        return hmac.new(secret, message.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()[:16].hex()
 
     for _ in range(2):  # the second round uses the prepared prefixes (and the memo)
         assert fp.action(tool, '{"b": 1, "a": [true]}').digest == expected("action", '{"a":[true],"b":1}')
@@ -370,6 +372,13 @@ def test_an_orjson_writing_unsigned_exponents_is_not_trusted_on_floats(monkeypat
     integer beyond 64 bits): the float search must then run on every output."""
     import orjson
 
+    # the positive control: the orjson installed here (3.11.7 or later) writes signed exponents
+    assert canon._signed_exponents() is True
+    with monkeypatch.context() as m:
+        m.setattr(canon, "_orjson_loads", None)
+        assert canon._signed_exponents() is False  # no orjson at all
+    monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e-", b"e"))
+    assert canon._signed_exponents() is False  # negative exponents count too
     monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e+", b"e"))
     assert canon._signed_exponents() is False
     monkeypatch.setattr(canon, "_SIGNED_EXPONENTS", False)
@@ -465,3 +474,14 @@ def test_text_settled_as_prose_without_a_decode_is_text_the_decoder_refuses(befo
         with pytest.raises(ValueError):
             json.loads(text)
         assert canon.parse(text) == canon.Parsed(text, "text", frozenset({canon.OPAQUE_TEXT}))
+
+
+def test_the_prepared_prefixes_stay_bounded_and_right_past_their_bound() -> None:
+    from otel_loopguard.fingerprint import fingerprinter as fpmod
+
+    fp = Fingerprinter(DigestKey(b"prefix-bound-test-key-0123"), Policy())
+    first = fp.action("tool_0", "[1]").digest
+    for i in range(fpmod.MEMO_ENTRIES + 5):
+        fp.action(f"tool_{i}", "[1]")
+    assert len(fp._prefixes) <= fpmod.MEMO_ENTRIES  # noqa: SLF001
+    assert fp.action("tool_0", "[1]").digest == first

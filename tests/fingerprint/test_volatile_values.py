@@ -193,3 +193,18 @@ def test_property_the_candidate_scan_equals_matching_the_shapes_everywhere(value
     expected = plain_mask(c)
     assert Masker().text(c) == (None if expected == c else expected)
     assert Masker().data(c.encode("utf-8")) == (None if expected == c else expected.encode("utf-8"))
+
+
+def test_a_meaningful_field_named_beyond_ascii_keeps_its_value() -> None:
+    """Its key is matched as canonical text writes it: unescaped."""
+    value = "0b7f1c2e-6a4d-4f3b-9c1e-2d5a8b7c6f10"
+    text = json.dumps({"ключ": value, "other": value}, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    masker = Masker(["ключ"])
+    assert masker.text(text) == '{"other":%s,"ключ":"%s"}' % (MASK, value)
+    assert masker.data(text.encode("utf-8")) == masker.text(text).encode("utf-8")
+
+
+def test_values_after_a_meaningful_field_are_still_masked() -> None:
+    kept = "0b7f1c2e-6a4d-4f3b-9c1e-2d5a8b7c6f10"
+    text = '{"id":"%s","seen_at":"2026-12-02T04:00:00Z","trace":"%s"}' % (kept, kept)
+    assert Masker(["id"]).text(text) == '{"id":"%s","seen_at":%s,"trace":%s}' % (kept, MASK, MASK)

@@ -331,6 +331,10 @@ def test_a_price_missing_a_field_is_a_policy_error() -> None:
 def test_odd_default_values_do_not_break_the_content_version() -> None:
     p = policy_from_mapping({"tools": {"t": {"defaults": {"opts": {1: "a", "b": "c"}}}}})
     assert SHA_VERSION.fullmatch(p.version)
+    # a lone surrogate (JSON text may escape one) is content too
+    odd = policy_from_mapping({"tools": {"t": {"defaults": {"q": "\ud800"}}}})
+    assert SHA_VERSION.fullmatch(odd.version)
+    assert odd.version != policy_from_mapping({"tools": {"t": {"defaults": {"q": "\ud801"}}}}).version
 
 
 # --- versions -------------------------------------------------------------------------------------
