@@ -63,8 +63,9 @@ def test_the_memo_holds_payloads_up_to_its_size_and_tools_up_to_theirs() -> None
     fp.action_digest(tool, POLICY.rule(tool), "[1]")
     fp.action_digest(tool + "y", POLICY.rule(tool + "y"), "[1]")
     assert (tool, "[1]") in fp._actions and (tool + "y", "[1]") not in fp._actions  # noqa: SLF001
-    # the prepared HMAC prefixes keep the same bound on names
-    assert ("action", tool) in fp._prefixes and ("action", tool + "y") not in fp._prefixes  # noqa: SLF001
+    # the prepared HMAC prefixes keep the same bound on names, on the Python path and the native one
+    prefixes = {**fp._prefixes, **fp._native_prefixes}  # noqa: SLF001
+    assert ("action", tool) in prefixes and ("action", tool + "y") not in prefixes
 
 
 def test_only_json_results_are_masked_never_opaque_text() -> None:
