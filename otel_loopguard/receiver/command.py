@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forward-queue-bytes", type=int, metavar="N",
                         help="inline: answer senders once their spans are queued, up to N bytes (default 256 MiB; "
                              "0: only once the downstream took them)")
+    parser.add_argument("--memory-limit-mib", type=int, metavar="N",
+                        help="estimated memory of dedupe table, open runs, queues and requests stays within N MiB: "
+                             "oldest open runs are judged early, then senders get UNAVAILABLE (default 1024)")
+    parser.add_argument("--max-request-spans", type=int, metavar="N",
+                        help="refuse a request of more spans than this (default 100000)")
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
     parser.add_argument("--dense-seq", action="store_true", default=None,
                         help="every loopguard.seq is numbered 1..N: a gap is a missing call (default: only marked ones)")

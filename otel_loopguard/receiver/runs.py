@@ -350,6 +350,12 @@ class RunBuffer:
         f = Finding("incomplete_trace", WARN, lo, hi - 1, hi - lo, (), (), reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
 
+    def cut_short(self, reason: str) -> Finding:
+        """The run is judged now, on what arrived, before it completed (the receiver needed its
+        memory back): never scored as passing, and the finding says why."""
+        self.incomplete = True
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])[0]
+
     def _unfinished(self, raw: RawCall) -> Finding:
         self.incomplete = True
         reason = f"call {raw.seq or '?'} started but never finished: its result is unknown"

@@ -20,7 +20,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
+from . import trim
 from .assembly import RunAssembler
+from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
@@ -94,12 +96,16 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
-    forward_queue = queue_for(None if config.findings_only else downstream, metrics, config.forward_queue_bytes,
-                              config.forward_consumers, config.forward_timeout_seconds)
+    limit = config.memory_limit_mib * MIB
+    forward_queue = queue_for(None if config.findings_only else downstream, metrics,
+                              forward_queue_bytes(limit, config.forward_queue_bytes), config.forward_consumers,
+                              config.forward_timeout_seconds)
     findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
-    deduper = SpanDeduper(config.dedupe_size, config.dedupe_seconds)
-    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
+    deduper = SpanDeduper(dedupe_entries(limit, config.dedupe_size), config.dedupe_seconds)
+    budget = MemoryBudget(limit, config.max_open_runs, config.max_buffered_calls, deduper, assembler, findings,
+                          forward_queue)
+    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue, budget)
 
     server = grpc.aio.server(
         options=[
@@ -139,7 +145,8 @@ async def start(config: ReceiverConfig) -> Running:
     if forward_queue is not None:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
-    ticker = asyncio.create_task(_tick(assembler, findings, metrics), name="loopguard-tick")
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics, _Memory(deduper, budget, receiver)),
+                                 name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -233,13 +240,36 @@ async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Option
     return server, bound
 
 
-async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics) -> None:
+@dataclass
+class _Memory:
+    """What the timer does for the memory bound: expire dedupe entries, shed runs, trim the heap."""
+
+    deduper: SpanDeduper
+    budget: MemoryBudget
+    receiver: TraceReceiver
+
+    def __post_init__(self) -> None:
+        self.trimmer = trim.Trimmer(max(16 * MIB, self.budget.limit // 16))
+
+    async def tick(self, metrics: Metrics) -> None:
+        self.deduper.expire()
+        self.receiver.shed_runs()
+        estimate = self.budget.usage().total
+        metrics.set_gauge("memory_estimate_bytes", estimate)
+        metrics.set_gauge("dedupe_entries", len(self.deduper))
+        metrics.set_gauge("dedupe_evictions_total", self.deduper.evictions)
+        if self.trimmer.due(estimate):
+            await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
+
+
+async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, memory: _Memory) -> None:
     while True:
         await asyncio.sleep(TICK_SECONDS)
         try:
             findings.put(assembler.tick())
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))
+            await memory.tick(metrics)
         except Exception:  # a bug here must not stop the receiver; it is logged loudly
             _log.exception("run completion failed")
 
