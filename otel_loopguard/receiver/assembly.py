@@ -19,7 +19,7 @@ from ..bounded import BoundedMap
 from ..findings import Finding
 from ..findings.otlp import Placement, finding_span, place, place_at, run_span
 from ..fingerprint import Fingerprinter
-from .budget import MIB, side_table_entries
+from .budget import side_table_entries, working_bytes
 from .config import ReceiverConfig
 from .decode import Decoded
 from .metrics import Metrics
@@ -50,7 +50,7 @@ class RunAssembler:
         self.open_calls = 0  # tool calls the open runs have seen (their detector state grows with them)
         self.runs_shed = 0  # open runs judged early to give their memory back (shed())
         self._trace_runs: dict[bytes, set[str]] = {}
-        side = side_table_entries(config.memory_limit_mib * MIB)  # each within the memory bound too
+        side = side_table_entries(working_bytes(config.memory_limit_mib))  # each within the memory bound too
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(min(MAX_ROOTS, side))  # trace -> (root id, ended at)
         # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
         # judged; another run sharing the trace is not affected), and where each run's

@@ -1,6 +1,10 @@
 """The receiver's memory bound: every structure that grows with traffic counts toward one limit.
 
-`memory_limit_mib` is split in quarters so no one structure can starve the others:
+The estimate is held to two thirds of `memory_limit_mib` (working_bytes): after bursts the
+allocators keep freed memory that a few surviving objects pin (CPython's pools, glibc's heap),
+and in the overload scenario of bench/chaos.py resident memory levelled off at about 1.4 times
+the estimate's peak. The working two thirds are split in quarters so no one structure can
+starve the others:
 - the dedupe table holds at most a quarter's worth of entries (fewer if `dedupe_size` says
   so); beyond that its oldest entries go (counted: `dedupe_evictions_total`);
 - the forward queue holds at most a quarter (or `forward_queue_bytes`, if smaller); full, it
@@ -30,9 +34,10 @@ if TYPE_CHECKING:
     from .downstream import FindingQueue
 
 MIB = 1024 * 1024
-DEDUPE_ENTRY_BYTES = 160  # key, content id, age entry (tracemalloc: ~95 B) plus the dict's slack
-RUN_BYTES = 24 * 1024  # an open run: its detector, trail and maps (tracemalloc: ~15-18 KiB with 8 calls)
-CALL_BYTES = 512  # each call an open run has seen: the detector's bounded containers grow with it
+# Resident bytes, not just live ones: the allocator's slack comes on top of what tracemalloc sees.
+DEDUPE_ENTRY_BYTES = 240  # key, content id, age entry (tracemalloc: ~95 B; resident: ~225 B)
+RUN_BYTES = 32 * 1024  # an open run: its detector, trail and maps (tracemalloc: ~15-18 KiB with 8 calls)
+CALL_BYTES = 640  # each call an open run has seen: the detector's bounded containers grow with it
 HELD_CALL_BYTES = 400  # a call held for order (bench/bench_receiver.py: ~390 B)
 SIDE_ENTRY_BYTES = 200  # an entry of the side tables (roots, completed runs, parent times)
 FINDING_SPAN_BYTES = 4096  # a finding or run span waiting for the downstream
@@ -56,6 +61,11 @@ class Usage:
     @property
     def total(self) -> int:
         return self.dedupe + self.runs + self.forward_queue + self.findings + self.requests + self.side_tables
+
+
+def working_bytes(memory_limit_mib: int) -> int:
+    """What the estimate may reach: two thirds of the bound (the rest is the allocators' slack)."""
+    return memory_limit_mib * MIB * 2 // 3
 
 
 def dedupe_entries(limit_bytes: int, dedupe_size: int) -> int:

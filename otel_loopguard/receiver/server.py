@@ -22,7 +22,7 @@ from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
 from . import trim
 from .assembly import RunAssembler
-from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes
+from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes, working_bytes
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
@@ -96,7 +96,7 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
-    limit = config.memory_limit_mib * MIB
+    limit = working_bytes(config.memory_limit_mib)
     forward_queue = queue_for(None if config.findings_only else downstream, metrics,
                               forward_queue_bytes(limit, config.forward_queue_bytes), config.forward_consumers,
                               config.forward_timeout_seconds)

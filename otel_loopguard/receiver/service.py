@@ -49,7 +49,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from .assembly import RunAssembler
-from .budget import MIB, MemoryBudget, largest_request
+from .budget import MIB, MemoryBudget, largest_request, working_bytes
 from .config import ReceiverConfig
 from .decode import Decoded, DecodedRequest, TooManySpans, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
@@ -76,7 +76,7 @@ class TraceReceiver:
         budget: Optional[MemoryBudget] = None,
     ):
         self._config = config
-        self._budget = budget or MemoryBudget(config.memory_limit_mib * MIB, config.max_open_runs,
+        self._budget = budget or MemoryBudget(working_bytes(config.memory_limit_mib), config.max_open_runs,
                                               config.max_buffered_calls, deduper, assembler, findings, forward_queue)
         self._largest = largest_request(self._budget.limit)
         self._queue = forward_queue
@@ -100,7 +100,7 @@ class TraceReceiver:
         self.shed_runs()
         if len(data) > self._largest:
             await self._too_large(context, f"the request is {len(data) / MIB:.1f} MiB, more than this receiver "
-                                  f"takes in one ({self._largest / MIB:.1f} MiB: a sixteenth of memory_limit_mib): "
+                                  f"takes in one ({self._largest / MIB:.1f} MiB: memory_limit_mib / 24): "
                                   "send smaller batches")
         if self._findings.full or not self._budget.room_for(len(data)):
             await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
