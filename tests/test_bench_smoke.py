@@ -51,3 +51,9 @@ def test_the_collector_and_chaos_benches_still_reach_the_harness_they_drive() ->
     chaos = _load("chaos")
     assert set(chaos.SCENARIOS) == {"outage", "outage-sync", "sigterm", "sigkill"}
     assert callable(chaos.S.wait_delivered) and callable(chaos.S.start_app)
+
+
+def test_the_decode_fuzzer_runs_its_cases() -> None:
+    bench = _load("fuzz_decode")
+    outcomes = bench.seeded(300, seed=5)
+    assert sum(outcomes.values()) == 300 and outcomes.get("accepted") and outcomes.get("refused")

@@ -1,10 +1,11 @@
 """The receiver's memory bound: every structure that grows with traffic counts toward one limit.
 
-The estimate is held to two thirds of `memory_limit_mib` (working_bytes): after bursts the
-allocators keep freed memory that a few surviving objects pin (CPython's pools, glibc's heap),
-and in the overload scenario of bench/chaos.py resident memory levelled off at about 1.4 times
-the estimate's peak. The working two thirds are split in quarters so no one structure can
-starve the others:
+The estimate is held to two thirds of `memory_limit_mib` less 48 MiB (working_bytes). The
+48 MiB is what handling requests costs whatever the bound (gRPC's buffers, protobuf's parses,
+the garbage of decoding not yet reused: about 40-45 MiB above the idle process in the overload
+scenario of bench/chaos.py, even with tiny structures); the third is the allocators' slack,
+freed memory that a few surviving objects pin (CPython's pools, glibc's heap). The working
+bytes are split in quarters so no one structure can starve the others:
 - the dedupe table holds at most a quarter's worth of entries (fewer if `dedupe_size` says
   so); beyond that its oldest entries go (counted: `dedupe_evictions_total`);
 - the forward queue holds at most a quarter (or `forward_queue_bytes`, if smaller); full, it
@@ -44,6 +45,7 @@ FINDING_SPAN_BYTES = 4096  # a finding or run span waiting for the downstream
 # A request being handled: its bytes, the protobuf parse, and ~800 B of decoded facts per
 # span (a span is ~200-3000 B on the wire): four times its size covers the three at once.
 REQUEST_FACTOR = 4
+DECODED_SPAN_BYTES = 1024  # a decoded span's facts (tracemalloc: ~800 B)
 SHED_TO = 0.9  # shed runs down to this fraction of their bounds: not one run per request
 
 
@@ -63,9 +65,12 @@ class Usage:
         return self.dedupe + self.runs + self.forward_queue + self.findings + self.requests + self.side_tables
 
 
+HANDLING_MIB = 48  # the cost of handling requests at all, whatever the bound
+
+
 def working_bytes(memory_limit_mib: int) -> int:
-    """What the estimate may reach: two thirds of the bound (the rest is the allocators' slack)."""
-    return memory_limit_mib * MIB * 2 // 3
+    """What the estimate may reach: two thirds of the bound less the cost of handling requests."""
+    return max(memory_limit_mib - HANDLING_MIB, 1) * MIB * 2 // 3
 
 
 def dedupe_entries(limit_bytes: int, dedupe_size: int) -> int:
@@ -130,6 +135,12 @@ class MemoryBudget:
 
     def reserve(self, size: int) -> int:
         cost = size * REQUEST_FACTOR
+        self.requests += cost
+        return cost
+
+    def reserve_decoded(self, size: int, spans: int) -> int:
+        """Once decoded, what a request's facts take beyond the first guess (~1 KiB a span)."""
+        cost = max(0, size * 2 + spans * DECODED_SPAN_BYTES - size * REQUEST_FACTOR)
         self.requests += cost
         return cost
 

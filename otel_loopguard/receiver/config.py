@@ -126,7 +126,7 @@ def _check_url(url: str) -> None:
 
 _AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size", "forward_consumers",
                  "max_request_spans")
-MIN_MEMORY_LIMIT_MIB = 64
+MIN_MEMORY_LIMIT_MIB = 96
 MIN_RECEIVE_BYTES, MAX_RECEIVE_BYTES = 64 * 1024, 2**31 - 1
 
 

@@ -100,21 +100,23 @@ class TraceReceiver:
         self.shed_runs()
         if len(data) > self._largest:
             await self._too_large(context, f"the request is {len(data) / MIB:.1f} MiB, more than this receiver "
-                                  f"takes in one ({self._largest / MIB:.1f} MiB: memory_limit_mib / 24): "
+                                  f"takes in one ({self._largest / MIB:.1f} MiB, set by memory_limit_mib): "
                                   "send smaller batches")
         if self._findings.full or not self._budget.room_for(len(data)):
             await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
         if self._queue is not None and not self._queue.room_for(len(data)):
             await self._retry_later(context, "otel-loopguard's forward queue is full (the downstream is slow or down); "
                                     "retry shortly")
-        cost = self._budget.reserve(len(data))
+        held = [self._budget.reserve(len(data))]
         try:
-            return await self._export(data, context)
+            return await self._export(data, context, held)
         finally:
-            self._budget.release(cost)
+            self._budget.release(sum(held))
 
-    async def _export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+    async def _export(self, data: bytes, context: grpc.aio.ServicerContext, held: list[int]) -> ExportTraceServiceResponse:
         decoded = await self._decode(data, context)
+        # Small spans decode to more than four times their size: counted as decoded (released by export()).
+        held.append(self._budget.reserve_decoded(len(data), len(decoded.spans)))
         keys: set[bytes] = set()  # reserved (in flight) by this request
         try:
             classified = await self._classify_all(decoded.spans, keys)

@@ -191,7 +191,7 @@ class Pipeline:
 
     def __init__(self, run_attribute: Optional[str] = RUN_ATTRIBUTE):
         self.metrics = Metrics()
-        config = ReceiverConfig(forward="127.0.0.1:1", run_id_attribute=run_attribute, memory_limit_mib=64)
+        config = ReceiverConfig(forward="127.0.0.1:1", run_id_attribute=run_attribute, memory_limit_mib=128)
         self.assembler = RunAssembler(Fingerprinter(load_key(key=b"fuzz-key-0123456789abcdef"), Policy()),
                                       config, self.metrics)
         self.deduper = SpanDeduper(100_000, 600)

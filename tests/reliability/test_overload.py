@@ -1,6 +1,6 @@
 """Overload: memory levels off within the configured bound, and does not grow burst after burst.
 
-A real receiver process (`otel-loopguard serve --memory-limit-mib 64`) is flooded by senders
+A real receiver process (`otel-loopguard serve --memory-limit-mib 128`) is flooded by senders
 that each send their next batch as soon as the last is answered (every span new, a quarter of
 the traces agent runs that never complete), twice, with a quiet spell after each. Asserted in
 terms of the bound, never of time: resident memory above the idle process's stays within the
@@ -17,7 +17,7 @@ from collector import scenarios as S
 
 from .flood import SPANS_PER_REQUEST, overload
 
-LIMIT_MIB = 64
+LIMIT_MIB = 128
 
 
 def test_memory_levels_off_within_the_bound_and_nothing_accepted_is_lost(tmp_path: Path) -> None:
