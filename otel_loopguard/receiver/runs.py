@@ -245,7 +245,20 @@ class RunBuffer:
         )
         return self._keep([self._about("integrity_conflict", WARN, 0, reason)])[0]
 
+    def _drop_redelivered(self) -> None:
+        """A span delivered again after the dedupe table forgot it (its window is bounded, and
+        shrinks under memory pressure) is still one call: the first one held is kept."""
+        seen: set[object] = set()
+        kept = []
+        for call, h in self.untagged:
+            key = (call.trace_id, call.span_id) if call.span_id else id(call)
+            if key not in seen:
+                seen.add(key)
+                kept.append((call, h))
+        self.untagged = kept
+
     def _judge_untagged(self) -> list[Finding]:
+        self._drop_redelivered()
         held = {call.span_id: h for call, h in self.untagged}
         numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
         if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
@@ -266,6 +279,7 @@ class RunBuffer:
         next turn or the run's completion."""
         if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
             return []
+        self._drop_redelivered()
         held = {call.span_id: h for call, h in self.untagged}
         calls = self._ordered(final=False)
         ready = {c.span_id for c in calls}

@@ -21,3 +21,21 @@ def test_a_redelivered_span_still_gets_one_number() -> None:
     """Negative control: the same span twice (same trace and span id) is one call's number."""
     calls = [_call("a" * 32, "1" * 16, 10), _call("a" * 32, "1" * 16, 10), _call("a" * 32, "2" * 16, 30)]
     assert [c.seq for c in order_calls(calls, [])] == [1, 1, 2]
+
+
+def test_a_span_redelivered_after_the_dedupe_window_is_judged_once() -> None:
+    """The fuzzer's second finding: the dedupe table is bounded (and shrinks under memory
+    pressure), so a retried span can reach a run that still holds it; it must not make the
+    run's judging fail at completion. Negative control: two different spans are two calls."""
+    from otel_loopguard.fingerprint import Fingerprinter, load_key
+    from otel_loopguard.policy import Policy
+    from otel_loopguard.receiver.runs import RunBuffer
+
+    fp = Fingerprinter(load_key(key=b"fuzz-findings-key-0123456789"), Policy())
+    for spans in (["1", "1", "2"], ["1", "3", "2"]):
+        buffer = RunBuffer("conv-1", fp, now=0.0)
+        for n, span in enumerate(spans):
+            buffer.add_call(_call("a" * 32, span * 16, 10 * int(span)), now=float(n))
+        found = buffer.complete()
+        assert not buffer.integrity_error and not [f for f in found if f.kind == "integrity_conflict"]
+        assert buffer.tool_calls_seen == len(spans)  # both deliveries arrived; judging took one
