@@ -8,7 +8,7 @@ fails on any exception other than a clear refusal, a span of an accepted request
 counted twice, or a traceback logged while judging. Atheris (coverage-guided) is used when it
 is installed (`pip install atheris`), otherwise seeded random cases.
 
-  .venv/bin/python bench/fuzz_decode.py --cases 1000000          # seeded, about 10 minutes
+  .venv/bin/python bench/fuzz_decode.py --cases 1000000          # seeded, about 50 minutes on 2 shared cores
   .venv/bin/python bench/fuzz_decode.py --atheris -atheris_runs=1000000
 """
 
