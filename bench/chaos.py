@@ -22,6 +22,13 @@ processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
 - sigkill-slow-sync / sigkill-state-sync[-plain]: the synchronous mode (--forward-queue-bytes 0),
                                             where duplicates appeared before the state directory;
 - outage-sigkill / outage-sigkill-state:    SIGKILL in the middle of a 30 s outage.
+- overload:     no app: eight senders flood `serve --memory-limit-mib 256` with fresh spans for
+                60 s (each sends its next 512-span batch as soon as the last is answered, about
+                80 times the app's rate; a quarter of the traces are runs that never complete),
+                then quiet, then a second 60 s flood: resident memory per burst against the bound,
+                and every span accepted counted at the backend (tests/reliability/flood.py);
+- huge:         one request of 100,000 spans while another sender sends 512-span requests:
+                how long the small requests wait meanwhile, and resident memory.
 Figures: docs/reliability.md.
 """
 
@@ -42,6 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from collector import scenarios as S  # noqa: E402
 from collector.backend import CountingBackend  # noqa: E402
 from live import ReceiverProcess  # noqa: E402
+from reliability import flood as F  # noqa: E402
 
 RUNS, RATE = 1000, 20.0  # 50 s of traffic
 
@@ -131,19 +139,89 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def overload_row(work: Path) -> dict[str, Any]:
+    env = S.receiver_env()
+    env["OTEL_LOOPGUARD_DEDUPE_SECONDS"] = "30"  # entries leave within the quiet spell
+    result = F.overload(work, env, limit_mib=256, seconds=60, quiet=40, bursts=2, senders=8)
+    return result.row()
+
+
+def huge_row(work: Path) -> dict[str, Any]:
+    """One 100k-span request beside a steady sender: the small requests' worst wait."""
+    import threading
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    sink = F.CountingSink()
+    receiver = ReceiverProcess(["--forward", sink.address, "--max-request-spans", "100000"], S.receiver_env(),
+                               work).start()
+    small = F.template()
+    many = ExportTraceServiceRequest.FromString(small)
+    spans = list(many.resource_spans[0].scope_spans[0].spans)
+    big = ExportTraceServiceRequest()
+    scope = big.resource_spans.add().scope_spans.add()
+    for n in range(100_000 // len(spans) + 1):
+        for s in spans:
+            scope.spans.add().CopyFrom(s)
+            scope.spans[-1].trace_id = n.to_bytes(4, "big") + s.trace_id[4:]
+    del scope.spans[100_000:]
+    data = big.SerializeToString()
+    waits: list[float] = []
+    stop = threading.Event()
+    channel = grpc.insecure_channel(receiver.address, options=[("grpc.enable_http_proxy", 0)])
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+
+    def steady() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            export(F.fresh(small), timeout=60)
+            waits.append(time.monotonic() - started)
+            time.sleep(0.05)
+
+    try:
+        assert receiver.proc is not None
+        baseline = F.rss_mib(receiver.proc.pid)
+        thread = threading.Thread(target=steady, daemon=True)
+        thread.start()
+        time.sleep(3)
+        before = list(waits)
+        started = time.monotonic()
+        export(data, timeout=120)
+        took = time.monotonic() - started
+        time.sleep(3)
+        stop.set()
+        thread.join(60)
+        during = waits[len(before):]
+        return {"request_mib": round(len(data) / 2**20, 1), "huge_request_s": round(took, 2),
+                "small_wait_before_max_s": round(max(before), 3), "small_wait_during_max_s": round(max(during), 3),
+                "small_requests_during": len(during), "rss_baseline_mib": round(baseline, 1),
+                "rss_peak_mib": F.rss_mib(receiver.proc.pid, "VmHWM"), "rss_after_mib": round(F.rss_mib(receiver.proc.pid), 1)}
+    finally:
+        channel.close()
+        receiver.stop()
+        sink.stop()
+
+
+OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {"overload": overload_row, "huge": huge_row}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("names", nargs="*", help=f"scenarios to run (default all): {', '.join(SCENARIOS)}")
+    parser.add_argument("names", nargs="*", help=f"scenarios to run (default all): {', '.join([*SCENARIOS, *OTHERS])}")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    unknown = set(args.names) - set(SCENARIOS)
+    unknown = set(args.names) - set(SCENARIOS) - set(OTHERS)
     if unknown:
-        parser.error(f"unknown scenario {', '.join(sorted(unknown))}; known: {', '.join(SCENARIOS)}")
+        parser.error(f"unknown scenario {', '.join(sorted(unknown))}; known: {', '.join([*SCENARIOS, *OTHERS])}")
     out = {}
-    for name in args.names or list(SCENARIOS):
+    for name in args.names or [*SCENARIOS, *OTHERS]:
         with tempfile.TemporaryDirectory() as tmp:
-            extra, during, delay, processor = SCENARIOS[name]
-            out[name] = run(Path(tmp), extra, during, delay, processor)
+            if name in OTHERS:
+                out[name] = OTHERS[name](Path(tmp))
+            else:
+                extra, during, delay, processor = SCENARIOS[name]
+                out[name] = run(Path(tmp), extra, during, delay, processor)
         if not args.json:
             print(f"{name:12} {out[name]}", flush=True)
     if args.json:

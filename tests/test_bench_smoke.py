@@ -72,3 +72,9 @@ def test_the_native_bench_times_both_paths_on_the_recorded_payloads() -> None:
         bench.canonical_all(recorded[:5], use_native)()
     rows = bench.measure({"few": recorded[:3]})
     assert {r["what"] for r in rows} == {"digests (action + result)", "canonical rules only"}
+
+
+def test_the_decode_fuzzer_runs_its_cases() -> None:
+    bench = _load("fuzz_decode")
+    outcomes = bench.seeded(300, seed=5)
+    assert sum(outcomes.values()) == 300 and outcomes.get("accepted") and outcomes.get("refused")

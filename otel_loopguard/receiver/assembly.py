@@ -19,6 +19,7 @@ from ..bounded import BoundedMap
 from ..findings import Finding
 from ..findings.otlp import Placement, finding_span, place, place_at, run_span
 from ..fingerprint import Fingerprinter
+from .budget import side_table_entries, working_bytes
 from .config import ReceiverConfig
 from .decode import Decoded
 from .metrics import Metrics
@@ -47,17 +48,20 @@ class RunAssembler:
         self._clock = clock
         self.runs: dict[str, RunBuffer] = {}
         self.buffered_calls = 0  # kept up to date as runs change, never recounted
+        self.open_calls = 0  # tool calls the open runs have seen (their detector state grows with them)
+        self.runs_shed = 0  # open runs judged early to give their memory back (shed())
         self._trace_runs: dict[bytes, set[str]] = {}
-        self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(MAX_ROOTS)  # trace -> (root span id, ended at)
+        side = side_table_entries(working_bytes(config.memory_limit_mib))  # each within the memory bound too
+        self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(min(MAX_ROOTS, side))  # trace -> (root id, ended at)
         # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
         # judged; another run sharing the trace is not affected), and where each run's
         # sequence stopped (a conversation may resume in a new trace).
-        self._completed_traces: BoundedMap[tuple[str, bytes], float] = BoundedMap(config.late_cache_size)
-        self._completed: BoundedMap[str, int] = BoundedMap(config.late_cache_size)
+        self._completed_traces: BoundedMap[tuple[str, bytes], float] = BoundedMap(min(config.late_cache_size, side))
+        self._completed: BoundedMap[str, int] = BoundedMap(min(config.late_cache_size, side))
         # Keyed by trace id + span id: span ids need only be unique within their trace.
-        self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(MAX_PARENT_CHECKS)
+        self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
         # Times of spans that may be a later tool call's parent (those of traces with calls).
-        self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(MAX_PARENT_CHECKS)
+        self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
         self._tool_labels: set[str] = set()
         self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
         self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
@@ -73,10 +77,13 @@ class RunAssembler:
         self._fp = fp
 
     # -- input -------------------------------------------------------------------
-    def accept(self, spans: list[Decoded]) -> list[Span]:
+    def accept(self, spans: list[Decoded], calls_here: Optional[bool] = None) -> list[Span]:
+        """`calls_here`: whether the request these spans are part of holds tool calls (a large
+        request is accepted in pieces); by default, whether these spans do."""
         now = self._clock()
         out: list[Span] = []
-        calls_here = any(d.call is not None for d in spans)
+        if calls_here is None:
+            calls_here = any(d.call is not None for d in spans)
         for d in spans:
             try:
                 out += self._accept_one(d, now, calls_here)
@@ -100,6 +107,7 @@ class RunAssembler:
         if d.call is not None:
             self._watch_parent(d, buffer)
             found = buffer.add_call(d.call, now)
+            self.open_calls += 1
         elif d.model is not None:
             found = buffer.add_model(d.model, now)
         elif d.agent is not None:
@@ -202,6 +210,32 @@ class RunAssembler:
             out += self._complete(run_id)
         return out
 
+    def shed(self, enough: Callable[[], bool], why: str) -> list[Span]:
+        """Judge the least recently active open runs now, as `incomplete_trace` saying `why`,
+        until `enough()`: one sender's traces that never complete cannot hold memory, and with
+        it intake, from every sender. Their later spans are forwarded, not judged (late)."""
+        out: list[Span] = []
+        for run_id in sorted(self.runs, key=lambda r: self.runs[r].last_activity):
+            if enough():
+                break
+            buffer = self.runs[run_id]
+            try:
+                out += self._emit(buffer, [buffer.cut_short(why)])
+            except Exception:  # the run is still completed (marked): its memory is what is needed
+                self._metrics.inc("internal_errors_total")
+                _log.exception("could not report run %s as cut short", run_id)
+                buffer.incomplete = True
+            out += self._complete(run_id)
+            self.runs_shed += 1
+            self._metrics.inc("runs_shed_total")
+        return out
+
+    @property
+    def side_entries(self) -> int:
+        """Entries of the bounded tables kept beside the runs (roots, completed runs, parents)."""
+        return (len(self._roots) + len(self._completed_traces) + len(self._completed) + len(self._children)
+                + len(self._spans_seen) + len(self._trace_runs))
+
     # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
         completed_at = self._completed_traces.get((run_id, trace_id))
@@ -264,6 +298,7 @@ class RunAssembler:
         if self.on_complete is not None:
             self.on_complete(run_id)
         self.buffered_calls -= buffer.buffered
+        self.open_calls -= buffer.tool_calls_seen
         try:
             out = self._emit(buffer, buffer.complete())
         except Exception:  # never lose the other runs (or this one's summary) to one bug

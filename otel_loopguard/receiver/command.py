@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-fsync", action="store_true", default=None,
                         help="with --state-dir: force every write to disk before answering the sender (slower; "
                              "without it a killed process loses nothing, a power loss the last seconds)")
+    parser.add_argument("--memory-limit-mib", type=int, metavar="N",
+                        help="estimated memory of dedupe table, open runs, queues and requests stays within N MiB: "
+                             "oldest open runs are judged early, then senders get UNAVAILABLE (default 1024)")
+    parser.add_argument("--max-request-spans", type=int, metavar="N",
+                        help="refuse a request of more spans than this (default 100000)")
     parser.add_argument("--gap-wait-seconds", type=float, metavar="S", help="wait for a missing call this long (default 10)")
     parser.add_argument("--dense-seq", action="store_true", default=None,
                         help="every loopguard.seq is numbered 1..N: a gap is a missing call (default: only marked ones)")

@@ -37,6 +37,10 @@ class ReceiverConfig:
     dedupe_seconds: float = 600.0
     max_buffered_calls: int = 1_000_000  # backpressure above this many buffered calls
     max_open_runs: int = 100_000  # ... or this many open runs
+    # Every structure that grows with traffic counts toward this (receiver/budget.py): the dedupe
+    # table, open runs, the forward and finding queues, requests being decoded.
+    memory_limit_mib: int = 1024
+    max_request_spans: int = 100_000  # a request with more is refused: send smaller batches
     forward_timeout_seconds: float = 5.0  # per delivery attempt, retries included
     # Inline mode answers a sender once its spans are queued for the downstream, up to this many
     # bytes (then UNAVAILABLE); 0: answer only once the downstream took them (delivery.py).
@@ -107,6 +111,8 @@ class ReceiverConfig:
         for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:  # 0 would refuse every request, or remember nothing
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.memory_limit_mib < MIN_MEMORY_LIMIT_MIB:
+            raise ConfigError(f"memory_limit_mib: must be >= {MIN_MEMORY_LIMIT_MIB}, got {self.memory_limit_mib}")
         if self.forward_timeout_seconds <= 0:
             raise ConfigError(f"forward_timeout_seconds: must be > 0, got {self.forward_timeout_seconds}")
         if not MIN_RECEIVE_BYTES <= self.max_receive_bytes <= MAX_RECEIVE_BYTES:
@@ -125,7 +131,9 @@ def _check_url(url: str) -> None:
         raise ConfigError(f"annotate_phoenix_url: expected Phoenix's base URL such as http://127.0.0.1:6006, got {url!r}")
 
 
-_AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size", "forward_consumers")
+_AT_LEAST_ONE = ("max_buffered_calls", "max_open_runs", "late_cache_size", "dedupe_size", "forward_consumers",
+                 "max_request_spans")
+MIN_MEMORY_LIMIT_MIB = 96
 MIN_RECEIVE_BYTES, MAX_RECEIVE_BYTES = 64 * 1024, 2**31 - 1
 
 

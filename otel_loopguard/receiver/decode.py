@@ -93,6 +93,16 @@ _DECISION = DECISION_EVENT.encode()
 _ZERO_TRACE, _ZERO_SPAN = b"\x00" * 16, b"\x00" * 8
 
 
+class TooManySpans(ValueError):
+    """A request holds more spans than the receiver takes in one (max_request_spans)."""
+
+    def __init__(self, count: int, limit: int):
+        super().__init__(f"the request holds {count} spans, more than this receiver takes in one request "
+                         f"({limit}, max_request_spans): send smaller batches (the SDK's batch processor: "
+                         "max_export_batch_size; the Collector: the batch processor's send_batch_max_size)")
+        self.count, self.limit = count, limit
+
+
 @dataclass(slots=True)
 class Decoded:
     where: tuple[int, int, int]  # resource, scope, span index in the request
@@ -117,9 +127,14 @@ class DecodedRequest:
     rejected: list[tuple[tuple[int, int, int], str]]  # where, why
 
 
-def decode(data: bytes, run_id_attribute: Optional[str] = None) -> DecodedRequest:
-    """Decode request bytes; raises DecodeError for bytes that are not a request."""
+def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None) -> DecodedRequest:
+    """Decode request bytes; raises DecodeError for bytes that are not a request, and
+    TooManySpans (counted before any span is read) for one of more than `max_spans`."""
     request = LiteRequest.FromString(data)
+    if max_spans is not None:
+        count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        if count > max_spans:
+            raise TooManySpans(count, max_spans)
     extra = (run_id_attribute,) if run_id_attribute else ()
     out = DecodedRequest([], [])
     raw = _RawSpans(data)

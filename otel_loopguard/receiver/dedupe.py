@@ -52,5 +52,13 @@ class SpanDeduper:
             seen[key] = content
             order.append((now, key))
 
+    def expire(self) -> None:
+        """Forget the entries older than the TTL now (the run timer calls this): otherwise they
+        leave only as new spans push them out, and memory would not come back after a burst."""
+        now, seen, order = self._clock(), self._seen, self._order
+        while order and now - order[0][0] >= self._ttl:
+            del seen[order.popleft()[1]]
+            self.evictions += 1
+
     def __len__(self) -> int:
         return len(self._seen)

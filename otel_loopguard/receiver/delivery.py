@@ -53,6 +53,11 @@ class ForwardQueue:
         return self._bytes == 0 or self._bytes + size <= self._capacity
 
     @property
+    def size_bytes(self) -> int:
+        """Bytes of requests waiting or being sent (the memory bound counts them)."""
+        return self._bytes
+
+    @property
     def last_put(self) -> int:
         return self._next_id - 1
 

@@ -198,6 +198,11 @@ class FindingQueue:
     def full(self) -> bool:
         return self._queue.qsize() >= self._capacity
 
+    @property
+    def size(self) -> int:
+        """Finding spans waiting or being sent (the memory bound counts them)."""
+        return self._queue.qsize() + self._in_flight
+
     def put(self, spans: list[Span]) -> None:
         ref = None
         if self._spool is not None and spans:

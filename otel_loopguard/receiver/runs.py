@@ -329,7 +329,20 @@ class RunBuffer:
         )
         return self._keep([self._about("integrity_conflict", WARN, 0, reason)])[0]
 
+    def _drop_redelivered(self) -> None:
+        """A span delivered again after the dedupe table forgot it (its window is bounded, and
+        shrinks under memory pressure) is still one call: the first one held is kept."""
+        seen: set[object] = set()
+        kept = []
+        for call, h in self.untagged:
+            key = (call.trace_id, call.span_id) if call.span_id else id(call)
+            if key not in seen:
+                seen.add(key)
+                kept.append((call, h))
+        self.untagged = kept
+
     def _judge_untagged(self) -> list[Finding]:
+        self._drop_redelivered()
         held = {call.span_id: h for call, h in self.untagged}
         numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
         if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
@@ -352,6 +365,7 @@ class RunBuffer:
             return []
         if self.journal is not None:
             self._record(("turn",))
+        self._drop_redelivered()
         held = {call.span_id: h for call, h in self.untagged}
         calls = self._ordered(final=False)
         ready = {c.span_id for c in calls}
@@ -444,6 +458,12 @@ class RunBuffer:
         if self.journal is not None:
             self._record(("cut", reason))
         return self._keep([self._about("incomplete_trace", WARN, 0, reason)])
+
+    def cut_short(self, reason: str) -> Finding:
+        """The run is judged now, on what arrived, before it completed (the receiver needed its
+        memory back): never scored as passing, and the finding says why."""
+        self.incomplete = True
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])[0]
 
     def _unfinished(self, raw: RawCall) -> Finding:
         self.incomplete = True

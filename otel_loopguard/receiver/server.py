@@ -11,7 +11,7 @@ import contextlib
 import logging
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -21,8 +21,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
+from . import trim
 from .assembly import RunAssembler
-from .runs import RunBuffer
+from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes, working_bytes
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from .dedupe import SpanDeduper
 from .delivery import ForwardQueue, queue_for
@@ -31,6 +32,7 @@ from .metrics import Metrics, serve_metrics
 from .phoenix import PhoenixAnnotator
 from .reload import Reloader
 from .restart import RestartRule
+from .runs import RunBuffer
 from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
 from . import snapshot
 from .judged import CompletedRuns, JudgedLog
@@ -130,11 +132,18 @@ async def start(config: ReceiverConfig) -> Running:
     assert config.forward is not None  # validate() guarantees a downstream
     downstream = Downstream(config.forward, metrics, config.max_receive_bytes, channel_credentials(config),
                             parse_headers(config.headers), config.compression)
+    # The memory bound sets the caps it is made of (budget.py), for the in-memory and on-disk
+    # state alike: the effective settings, resolved once.
+    limit = working_bytes(config.memory_limit_mib)
+    config = replace(config, dedupe_size=dedupe_entries(limit, config.dedupe_size),
+                     forward_queue_bytes=forward_queue_bytes(limit, config.forward_queue_bytes))
     state = open_state(config) if config.state_dir else None
     forward_queue, findings = _queues(config, downstream, metrics, state)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
-    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue)
+    budget = MemoryBudget(limit, config.max_open_runs, config.max_buffered_calls, deduper, assembler, findings,
+                          forward_queue)
+    receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue, budget)
     if state is not None:
         _restore(config, state, assembler, receiver)
     server = grpc.aio.server(
@@ -179,7 +188,8 @@ async def start(config: ReceiverConfig) -> Running:
     if forward_queue is not None:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
-    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state, receiver.judged), name="loopguard-tick")
+    ticker = asyncio.create_task(_tick(assembler, findings, metrics, state, receiver.judged,
+                                       _Memory(deduper, budget, receiver)), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -335,8 +345,30 @@ async def _metrics(metrics: Metrics, listen: Optional[str], certificates: Option
     return server, bound
 
 
+@dataclass
+class _Memory:
+    """What the timer does for the memory bound: expire dedupe entries, shed runs, trim the heap."""
+
+    deduper: SpanDeduper
+    budget: MemoryBudget
+    receiver: TraceReceiver
+
+    def __post_init__(self) -> None:
+        self.trimmer = trim.Trimmer(max(16 * MIB, self.budget.limit // 16))
+
+    async def tick(self, metrics: Metrics) -> None:
+        self.deduper.expire()
+        self.receiver.shed_runs()
+        estimate = self.budget.usage().total
+        metrics.set_gauge("memory_estimate_bytes", estimate)
+        metrics.set_gauge("dedupe_entries", len(self.deduper))
+        metrics.set_gauge("dedupe_evictions_total", self.deduper.evictions)
+        if self.trimmer.due(estimate):
+            await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
+
+
 async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],
-                judged: Optional[JudgedLog]) -> None:
+                judged: Optional[JudgedLog], memory: _Memory) -> None:
     while True:
         await asyncio.sleep(TICK_SECONDS)
         try:
@@ -347,6 +379,7 @@ async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metric
                 judged.settle()
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))
+            await memory.tick(metrics)
         except Exception:  # a bug here must not stop the receiver; it is logged loudly
             _log.exception("run completion failed")
 

@@ -1,7 +1,12 @@
 """The OTLP/gRPC TraceService: dedupe, forward, then detect, or tell the sender to retry.
 
 Order of operations per request:
-1. Memory at its bound -> UNAVAILABLE with RetryInfo (nothing accepted).
+1. Open runs over their share of the memory bound -> the least recently active are
+   judged now as incomplete (budget.py), so one sender's unfinished traces cannot
+   freeze intake. A request larger than the bound allows, or of more than
+   max_request_spans spans -> RESOURCE_EXHAUSTED, for good (send smaller batches).
+   The memory estimate with this request over the bound -> UNAVAILABLE with
+   RetryInfo (nothing accepted).
 2. Decode (requests of a megabyte or more in a worker thread: decoding is pure);
    reject invalid spans (partial success with a message).
 3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped),
@@ -19,7 +24,11 @@ Order of operations per request:
    Without a queue, steps 4-5 run to the end even when the sender cancels (its
    deadline passed): the downstream may already hold the spans.
 
-Steps 3 and 5 contain no await, so on the event loop each runs as one piece.
+Steps 3 and 5 run in pieces of PIECE_SPANS spans, yielding to the event loop between
+pieces, so one huge request cannot hold up the others. That is safe because a span
+is reserved (in flight) in the same piece that classifies it, and stays reserved
+until it is remembered; step 5 runs in a task of its own, so a sender that gives up
+midway cannot leave a request half remembered.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Awaitable, Optional
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -40,8 +49,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from .assembly import RunAssembler
+from .budget import MIB, MemoryBudget, largest_request, working_bytes
 from .config import ReceiverConfig
-from .decode import Decoded, DecodedRequest, decode
+from .decode import Decoded, DecodedRequest, TooManySpans, decode
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
 from .judged import JudgedLog
 from .delivery import ForwardQueue
@@ -50,6 +60,7 @@ from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop from this size on
+PIECE_SPANS = 2048  # classified and judged this many spans at a time, yielding between pieces
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
@@ -63,8 +74,12 @@ class TraceReceiver:
         findings: FindingQueue,
         metrics: Metrics,
         forward_queue: Optional[ForwardQueue] = None,
+        budget: Optional[MemoryBudget] = None,
     ):
         self._config = config
+        self._budget = budget or MemoryBudget(working_bytes(config.memory_limit_mib), config.max_open_runs,
+                                              config.max_buffered_calls, deduper, assembler, findings, forward_queue)
+        self._largest = largest_request(self._budget.limit)
         self._queue = forward_queue
         self._assembler = assembler
         self._deduper = deduper
@@ -73,7 +88,7 @@ class TraceReceiver:
         self._metrics = metrics
         self._in_flight: set[bytes] = set()
         self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
-        self._deliveries: set[asyncio.Future[SendResult]] = set()
+        self._deliveries: set[asyncio.Future[Any]] = set()
 
     def handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -84,45 +99,79 @@ class TraceReceiver:
         return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
 
     async def export(self, data: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
-        if self._overloaded():
+        self.shed_runs()
+        if len(data) > self._largest:
+            await self._too_large(context, f"the request is {len(data) / MIB:.1f} MiB, more than this receiver "
+                                  f"takes in one ({self._largest / MIB:.1f} MiB, set by memory_limit_mib): "
+                                  "send smaller batches")
+        if self._findings.full or not self._budget.room_for(len(data)):
             await self._retry_later(context, "otel-loopguard is at its memory bound; retry shortly")
         if self._queue is not None and not self._queue.room_for(len(data)):
             await self._retry_later(context, "otel-loopguard's forward queue is full (the downstream is slow or down); "
                                     "retry shortly")
+        held = [self._budget.reserve(len(data))]
+        try:
+            return await self._export(data, context, held)
+        finally:
+            self._budget.release(sum(held))
+
+    async def _export(self, data: bytes, context: grpc.aio.ServicerContext, held: list[int]) -> ExportTraceServiceResponse:
         decoded = await self._decode(data, context)
-        fresh, dropped = self._classify(decoded.spans)
-        if any(d.key in self._in_flight for d in fresh):
+        # Small spans decode to more than four times their size: counted as decoded (released by export()).
+        held.append(self._budget.reserve_decoded(len(data), len(decoded.spans)))
+        keys: set[bytes] = set()  # reserved (in flight) by this request
+        try:
+            classified = await self._classify_all(decoded.spans, keys)
+        except BaseException:  # the sender gave up: nothing was accepted
+            self._in_flight -= keys
+            raise
+        if classified is None:
+            self._in_flight -= keys
             await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
-        keys = {d.key for d in fresh}
-        self._in_flight |= keys
+        assert classified is not None
+        fresh, dropped = classified
         if self._queue is not None:
-            try:
-                await self._enqueue(data, decoded, fresh, dropped)
-            finally:
-                self._in_flight -= keys
+            await self._shielded(self._enqueue(data, decoded, fresh, dropped, keys))
             return _response(decoded.rejected, _NOTHING_REFUSED)
         # Shielded: a sender whose deadline passes mid-forward cancels this handler, but the
         # downstream may already hold the spans. They are remembered and judged all the same,
         # so the sender's retry is a duplicate, not a second delivery.
-        delivery = asyncio.ensure_future(self._deliver(data, decoded, fresh, dropped, keys))
-        self._deliveries.add(delivery)
-        delivery.add_done_callback(self._deliveries.discard)
-        downstream = await asyncio.shield(delivery)
+        downstream = await self._shielded(self._deliver(data, decoded, fresh, dropped, keys))
         if downstream.status != SENT:
             await self._refuse(downstream, context)
         return _response(decoded.rejected, downstream)
 
+    async def _shielded(self, work: Awaitable[Any]) -> Any:
+        """Run to the end even if the sender cancels; shutdown waits for it (settle)."""
+        task = asyncio.ensure_future(work)
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+        return await asyncio.shield(task)
+
+    def shed_runs(self) -> None:
+        """Open runs over their share of the memory bound: the least recently active are judged
+        now, as incomplete, rather than every sender refused (budget.py)."""
+        if not self._budget.runs_over():
+            return
+        why = (f"judged before it completed: the receiver was at its bound for open runs ({len(self._assembler.runs)} "
+               "runs; max_open_runs, max_buffered_calls, a quarter of memory_limit_mib) and this run had been quiet "
+               "longest; later spans of it are forwarded, not judged")
+        self._findings.put(self._assembler.shed(self._budget.runs_under_target, why))
+
     async def _enqueue(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
-                       dropped: list[tuple[Decoded, str]]) -> None:
+                       dropped: list[tuple[Decoded, str]], keys: set[bytes]) -> None:
         """Queue the unique spans for the downstream, then remember and judge them."""
         assert self._queue is not None
         ref = None
-        if fresh:
-            ref = self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh),
-                                  b"".join(d.key for d in fresh))
-        self._accept(decoded.spans, decoded.rejected, fresh, dropped)
-        if ref is not None and self.judged is not None:  # state_dir: kept on disk until its runs are judged
-            self.judged.fed(ref, {d.run_id for d in fresh if d.run_id in self._assembler.runs})
+        try:
+            if fresh:
+                ref = self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh),
+                                      b"".join(d.key for d in fresh))
+            await self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+            if ref is not None and self.judged is not None:  # state_dir: kept on disk until its runs are judged
+                self.judged.fed(ref, {d.run_id for d in fresh if d.run_id in self._assembler.runs})
+        finally:
+            self._in_flight -= keys
 
     async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
                        dropped: list[tuple[Decoded, str]]) -> bytes:
@@ -142,7 +191,7 @@ class TraceReceiver:
                 downstream = await self._forward(await self._payload(data, decoded, fresh, dropped), len(fresh))
                 if downstream.status != SENT:
                     return downstream
-            self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+            await self._accept(decoded.spans, decoded.rejected, fresh, dropped)
             return downstream
         finally:
             self._in_flight -= keys
@@ -152,23 +201,26 @@ class TraceReceiver:
         if self._deliveries:
             await asyncio.wait(set(self._deliveries), timeout=timeout)
 
-    def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
-        """Remember and judge an accepted request. Counted only now: a refused request
-        is counted when its retry lands."""
+    async def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded],
+                      dropped: list[tuple[Decoded, str]]) -> None:
+        """Remember and judge an accepted request, a piece at a time. Counted only now: a
+        refused request is counted when its retry lands."""
         self._metrics.inc("spans_received_total", len(spans))
         self._metrics.inc("spans_rejected_total", len(rejected))
         for _, verdict in dropped:
             self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
-        self._deduper.remember_all((d.key, d.content) for d in fresh)
+        calls_here = any(d.call is not None for d in fresh)
+        for start in range(0, len(fresh), PIECE_SPANS):
+            if start:
+                await asyncio.sleep(0)  # other senders' turn
+            piece = fresh[start:start + PIECE_SPANS]
+            self._deduper.remember_all((d.key, d.content) for d in piece)
+            self._findings.put(self._assembler.accept(piece, calls_here))
         self._metrics.set_gauge("dedupe_evictions_total", self._deduper.evictions)
-        out = self._assembler.accept(fresh)
+        out = []
         for d, verdict in dropped:
             out += self._assembler.duplicate(d) if verdict == DUPLICATE else self._assembler.conflict(d)
         self._findings.put(out)
-
-    def _overloaded(self) -> bool:
-        a, c = self._assembler, self._config
-        return self._findings.full or a.buffered_calls >= c.max_buffered_calls or len(a.runs) >= c.max_open_runs
 
     async def _decode(self, data: bytes, context: grpc.aio.ServicerContext) -> DecodedRequest:
         try:
@@ -177,6 +229,9 @@ class TraceReceiver:
                 # senders, health checks and run timers keep their turn on the event loop.
                 return await asyncio.to_thread(self._parse, data)
             return self._parse(data)
+        except TooManySpans as exc:
+            await self._too_large(context, str(exc))
+            raise  # unreachable: abort raises
         except (DecodeError, RuntimeError) as exc:
             self._metrics.inc("invalid_requests_total")
             message = f"not an OTLP ExportTraceServiceRequest: {exc}"
@@ -187,12 +242,32 @@ class TraceReceiver:
             raise  # unreachable: abort raises
 
     def _parse(self, data: bytes) -> DecodedRequest:
-        return parse_request(data, self._config.run_id_attribute)
+        return parse_request(data, self._config.run_id_attribute, self._config.max_request_spans)
 
-    def _classify(self, spans: list[Decoded]) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
+    async def _classify_all(self, spans: list[Decoded], keys: set[bytes]
+                            ) -> Optional[tuple[list[Decoded], list[tuple[Decoded, str]]]]:
+        """Classify a piece at a time, reserving each piece's new spans in the same step (no
+        await between): None when another request is delivering some of them."""
         fresh: list[Decoded] = []
         dropped: list[tuple[Decoded, str]] = []
         in_request: dict[bytes, int] = {}
+        for start in range(0, len(spans), PIECE_SPANS):
+            if start:
+                await asyncio.sleep(0)  # other senders' turn
+            new, old = self._classify(spans[start:start + PIECE_SPANS], in_request)
+            if any(d.key in self._in_flight for d in new):
+                return None
+            for d in new:
+                keys.add(d.key)
+                self._in_flight.add(d.key)
+            fresh += new
+            dropped += old
+        return fresh, dropped
+
+    def _classify(self, spans: list[Decoded], in_request: dict[bytes, int]
+                  ) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
+        fresh: list[Decoded] = []
+        dropped: list[tuple[Decoded, str]] = []
         for d in spans:
             verdict = self._deduper.check(d.key, d.content)
             if verdict == NEW and d.key in in_request:
@@ -230,17 +305,23 @@ class TraceReceiver:
             await self._retry_later(context, f"downstream {self._downstream.target} is unavailable; retry later")
         raise AssertionError("unreachable: every refusal aborts the call")
 
+    async def _too_large(self, context: grpc.aio.ServicerContext, message: str) -> None:
+        """Refused for good: without RetryInfo, RESOURCE_EXHAUSTED is not retried (OTLP), and
+        the same request would be refused again."""
+        self._metrics.inc("requests_too_large_total")
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
     async def _retry_later(self, context: grpc.aio.ServicerContext, message: str) -> None:
         self._metrics.inc("backpressure_total")
         await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailing_metadata=retry_trailers(
             self._config.retry_after_seconds, message))
 
 
-def parse_request(data: bytes, run_id_attribute: Optional[str]) -> DecodedRequest:
+def parse_request(data: bytes, run_id_attribute: Optional[str], max_spans: Optional[int] = None) -> DecodedRequest:
     """Pure: touches no receiver state, so it may run in any thread (and the benchmark
     measures exactly this). One parse validates the whole request as the full schema
     would (UTF-8 strings included: otlp/lite.py) and serves the hot path."""
-    return decode(data, run_id_attribute)
+    return decode(data, run_id_attribute, max_spans)
 
 
 def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...]:

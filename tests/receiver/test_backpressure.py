@@ -10,9 +10,14 @@ from .agent import LOOP, encode, record_spans
 from .harness import RUN, ReceiverThread, Sink, app_spans, attr, export_stub, make_config, wait_for
 
 
-def test_buffered_untagged_calls_at_the_bound_refuse_the_next_request_until_the_run_completes(sink: Sink) -> None:
-    receiver = ReceiverThread(make_config(sink.port, max_buffered_calls=1, idle_timeout_seconds=1.0,
-                                          retry_after_seconds=0.5))
+@pytest.mark.parametrize("bound", ["max_buffered_calls", "max_open_runs", None])
+def test_open_runs_at_their_bound_cut_the_quietest_run_short_instead_of_refusing_everyone(
+        sink: Sink, bound: str | None) -> None:
+    """One sender's run that never completes must not freeze intake for the others: at the
+    bound the quietest run is judged now, as incomplete (saying why), and the next request is
+    taken. Negative control (bound None): below the bounds nothing is cut."""
+    limits = {} if bound is None else {bound: 1}
+    receiver = ReceiverThread(make_config(sink.port, idle_timeout_seconds=30.0, **limits))
     metrics = receiver.running.metrics
     channel, stub = export_stub(receiver.port)
     try:
@@ -20,31 +25,28 @@ def test_buffered_untagged_calls_at_the_bound_refuse_the_next_request_until_the_
         tool = [s for s in first if s.name.startswith("execute_tool")]
         stub.Export(encode(tool), timeout=10)  # an untagged call: held until the run completes
         assert receiver.sync(lambda: receiver.running.assembler.buffered_calls) == 1
-        forwarded_before = len(sink.spans())
-        assert forwarded_before == 1
 
-        _, other = record_spans(LOOP[:2])  # another agent's whole trace
-        with pytest.raises(grpc.RpcError) as caught:
-            stub.Export(encode(other), timeout=10)
-        err = caught.value
-        assert err.code() == grpc.StatusCode.UNAVAILABLE
-        assert "memory bound" in err.details()
-        info = error_details_pb2.RetryInfo.FromString(dict(err.trailing_metadata())["google.rpc.retryinfo-bin"])
-        assert (info.retry_delay.seconds, info.retry_delay.nanos) == (0, 500_000_000)
-        assert "grpc-status-details-bin" in dict(err.trailing_metadata())
-        assert len(sink.spans()) == forwarded_before  # nothing of it was forwarded
-        assert metrics.get("backpressure_total") == 1
-        assert metrics.get("duplicates_total") == 0
-
-        # the first run completes (idle timeout), its calls are released...
-        summary = wait_for(lambda: sink.runs(), what="first run summary")[0]
-        assert attr(summary, "loopguard.run.id") == first_trace
-        assert receiver.sync(lambda: receiver.running.assembler.buffered_calls) == 0
-        # ... and the sender's retry is accepted, as new spans (not duplicates)
+        _, other = record_spans(LOOP[:2])  # another agent's whole trace: taken, not refused
         response = stub.Export(encode(other), timeout=10)
         assert not response.HasField("partial_success")
+        assert metrics.get("backpressure_total") == 0
         assert len(app_spans(sink)) == 1 + len(other)
-        assert metrics.get("duplicates_total") == 0
+        if bound is None:
+            assert metrics.get("runs_shed_total") == 0
+            assert first_trace in receiver.sync(lambda: set(receiver.running.assembler.runs))
+            return
+        assert metrics.get("runs_shed_total") == 1
+        summary = wait_for(lambda: [r for r in sink.runs() if attr(r, "loopguard.run.id") == first_trace],
+                           what="the cut run's summary")[0]
+        assert attr(summary, "loopguard.run.outcome") == "incomplete_trace"  # never scored as passing
+        cut = [f for f in sink.findings() if attr(f, "loopguard.finding.kind") == "incomplete_trace"
+               and attr(f, "loopguard.run.id") == first_trace]
+        assert len(cut) == 1 and "bound for open runs" in attr(cut[0], "loopguard.finding.reason")
+        # a later span of the cut run is forwarded, not judged (late), and nothing is refused
+        later = [s for s in first if not s.name.startswith("execute_tool")]
+        stub.Export(encode(later), timeout=10)
+        assert len(app_spans(sink)) == len(first) + len(other)
+        assert metrics.get("backpressure_total") == 0
     finally:
         channel.close()
         receiver.stop()
