@@ -49,4 +49,13 @@ set +e
 .venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
 status=${PIPESTATUS[0]}
 say "pytest exit status $status"
+# With the Rust module in use, the suite above ran the native fingerprint path: the Python
+# path, the reference, gets its own tests again (mutation scores are measured on it).
+if [ "$(.venv/bin/python -c 'from otel_loopguard.fingerprint import native; print(native.AVAILABLE)')" = True ]; then
+  say "the fingerprint tests again on the Python path (OTEL_LOOPGUARD_PURE_PYTHON=1)"
+  OTEL_LOOPGUARD_PURE_PYTHON=1 .venv/bin/python -m pytest -q tests/fingerprint tests/progress tests/detect
+  pure=$?
+  say "pytest (Python path) exit status $pure"
+  [ "$status" -ne 0 ] || status=$pure
+fi
 exit "$status"
