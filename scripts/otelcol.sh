@@ -35,24 +35,8 @@ fi
 
 say() { printf '[otelcol %3ds] %s\n' "$SECONDS" "$*" >&2; }
 
-# Reads `go ... -v` output (one line a package) and says how far it is at least every 10 s, so a
-# long build is never silent; compiler errors (file.go:line:) are shown whole.
-progress() {
-  local what=$1 count=0 last=$SECONDS line
-  while :; do
-    if IFS= read -r -t 10 line; then
-      count=$((count + 1))
-      case "$line" in *.go:*) printf '  %s\n' "$line" >&2 ;; esac
-    elif [ $? -le 128 ]; then
-      break
-    fi
-    if [ $((SECONDS - last)) -ge 10 ]; then
-      say "$what: $count lines of go output so far"
-      last=$SECONDS
-    fi
-  done
-  say "$what: done ($count lines of go output)"
-}
+# progress(): a line at least every 10 s while go works (shared with the other Go build).
+source scripts/go_progress.sh
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 work="$dir.partial"
 rm -rf "$work"
