@@ -128,3 +128,23 @@ class ReceiverProcess:
     def logs(self) -> str:
         return "\n".join((self.logdir / f"receiver-{self.port}-{n}.err").read_text(errors="replace")
                          for n in range(1, self.starts + 1))
+
+
+def go_built(script: str, what: str, needed_by: str) -> str:
+    """Path of a program scripts/<script> builds with Go (the Collector, Jaeger); on CI
+    (CI=true) a missing build fails, elsewhere it skips saying why."""
+    import shutil
+
+    import pytest
+
+    found = subprocess.run(["bash", str(ROOT / "scripts" / script), "--path"], capture_output=True, text=True)
+    if found.returncode == 0:
+        return found.stdout.strip()
+    if shutil.which("go") is None:
+        why = (f"{needed_by} need Go to build {what}: install it (Debian: apt-get install golang-go), "
+               f"then run bash scripts/{script}")
+    else:
+        why = f"{what} is not built yet: run bash scripts/{script} (scripts/test.sh does)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)

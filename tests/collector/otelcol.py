@@ -9,8 +9,6 @@ passes here ran the file users copy.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 import urllib.request
@@ -18,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import pytest
 import yaml
 
-from live import ROOT, child_env, free_port, stop, tail, wait_until
+from live import ROOT, child_env, free_port, go_built, stop, tail, wait_until
 
 CONFIG_DIR = ROOT / "collector_config"
 MANIFEST = CONFIG_DIR / "builder.yaml"
@@ -31,17 +28,7 @@ _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 def binary() -> str:
     """Path of the built Collector; on CI a missing build fails, elsewhere it skips saying why."""
-    found = subprocess.run(["bash", str(ROOT / "scripts" / "otelcol.sh"), "--path"], capture_output=True, text=True)
-    if found.returncode == 0:
-        return found.stdout.strip()
-    if shutil.which("go") is None:
-        why = ("the Collector tests need Go to build the Collector: install it (Debian: apt-get install golang-go), "
-               "then run bash scripts/otelcol.sh")
-    else:
-        why = "the Collector is not built yet: run bash scripts/otelcol.sh (scripts/test.sh does)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    return go_built("otelcol.sh", "the Collector", "the Collector tests")
 
 
 @dataclass

@@ -11,8 +11,6 @@ Zipkin or sampling endpoints, no metrics port).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import urllib.error
 import urllib.parse
@@ -22,27 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-import pytest
 import yaml
 
-from live import ROOT, child_env, free_port, stop, tail, wait_until
+from live import ROOT, child_env, free_port, go_built, stop, tail, wait_until
 
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def binary() -> str:
     """Path of the built Jaeger; on CI a missing build fails, elsewhere it skips saying why."""
-    found = subprocess.run(["bash", str(ROOT / "scripts" / "jaeger.sh"), "--path"], capture_output=True, text=True)
-    if found.returncode == 0:
-        return found.stdout.strip()
-    if shutil.which("go") is None:
-        why = ("the Jaeger test needs Go to build Jaeger: install it (Debian: apt-get install golang-go), "
-               "then run bash scripts/jaeger.sh")
-    else:
-        why = "Jaeger is not built yet: run bash scripts/jaeger.sh (scripts/test.sh does)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    return go_built("jaeger.sh", "Jaeger", "the Jaeger tests")
 
 
 def config(otlp_port: int, query_port: int) -> dict[str, Any]:
