@@ -7,7 +7,7 @@ is a thin shell around it. See docs/architecture.md.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def install(**kwargs: object) -> "object":

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import __version__
+from .version import __version__
 from .audit import command as audit_command
 from .calibrate import command as calibrate_command
 from .receiver import command as serve_command

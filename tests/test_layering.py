@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_loopguard"
-CORE = ("fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
+CORE = ("fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "policy_source.py", "watched.py", "version.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
 FORBIDDEN = ("grpc", "opentelemetry", "google.protobuf")
 
 
@@ -41,3 +41,26 @@ def test_core_module_imports_nothing_from_grpc_or_the_sdk(path: Path) -> None:
 def test_core_list_is_not_empty_and_covers_detectors() -> None:
     names = {p.name for p in _core_files()}
     assert {"repeat.py", "cycle.py", "canonical.py", "integrity.py", "recognise.py"} <= names
+
+
+@pytest.mark.parametrize("path", [*_core_files(), PACKAGE / "findings" / "otlp.py"], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_module_does_not_import_the_package_root(path: Path) -> None:
+    """The root pulls in the install and guard entry points: the core needs none of them (the
+    version comes from version.py, a leaf)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    depth = len(path.relative_to(PACKAGE).parts) - 1  # dots that lead back to the package root
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert not (node.level == depth + 1 and node.module is None), f"{path.name}: from {'.' * node.level} import"
+            assert node.module != "otel_loopguard" or node.level, f"{path.name}: from otel_loopguard import"
+        elif isinstance(node, ast.Import):
+            assert "otel_loopguard" not in [a.name for a in node.names], f"{path.name}: import otel_loopguard"
+
+
+def test_the_version_module_says_what_pyproject_says() -> None:
+    import tomllib
+
+    from otel_loopguard.version import __version__
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert __version__ == project["version"]

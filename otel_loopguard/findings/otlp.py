@@ -24,7 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from .. import __version__
+from ..version import __version__
 from ..calls import ToolCall
 from ..otlp import wire
 from ..otlp.values import to_key_values
