@@ -52,6 +52,12 @@ _FACT_KEYS = ("loopguard.termination_reason", "loopguard.terminal_response")
 MAX_JOURNAL = 20_000  # inputs a run keeps for a snapshot (state_dir); a longer run is cut at shutdown instead
 
 
+def _key(call: RawCall | ToolCall) -> tuple[Optional[str], Optional[str]]:
+    """A held call's identity: span ids are unique only within their trace, and the traces of
+    one conversation are one run."""
+    return call.trace_id, call.span_id
+
+
 def _held(raw: RawCall) -> _Held:
     return _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
 
@@ -343,7 +349,7 @@ class RunBuffer:
 
     def _judge_untagged(self) -> list[Finding]:
         self._drop_redelivered()
-        held = {call.span_id: h for call, h in self.untagged}
+        held = {_key(call): h for call, h in self.untagged}
         numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
         if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
             twice = min(s for s in numbered if numbered.count(s) > 1)
@@ -366,10 +372,10 @@ class RunBuffer:
         if self.journal is not None:
             self._record(("turn",))
         self._drop_redelivered()
-        held = {call.span_id: h for call, h in self.untagged}
+        held = {_key(call): h for call, h in self.untagged}
         calls = self._ordered(final=False)
-        ready = {c.span_id for c in calls}
-        self.untagged = [(c, h) for c, h in self.untagged if c.span_id not in ready]
+        ready = {_key(c) for c in calls}
+        self.untagged = [(c, h) for c, h in self.untagged if _key(c) not in ready]
         return self._feed(calls, held)
 
     def _ordered(self, final: bool) -> list[ToolCall]:
@@ -385,10 +391,10 @@ class RunBuffer:
         calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
         return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
 
-    def _feed(self, calls: list[ToolCall], held: dict[Optional[str], "_Held"]) -> list[Finding]:
+    def _feed(self, calls: list[ToolCall], held: dict[tuple[Optional[str], Optional[str]], "_Held"]) -> list[Finding]:
         executed = []
         for call in calls:
-            h = held[call.span_id]
+            h = held[_key(call)]
             self._remember(call)
             self.trail.note(call.seq, call.tool, h.dispatched, h.guard, self._fp.policy)
             if h.dispatched:

@@ -39,3 +39,24 @@ def test_a_span_redelivered_after_the_dedupe_window_is_judged_once() -> None:
         found = buffer.complete()
         assert not buffer.integrity_error and not [f for f in found if f.kind == "integrity_conflict"]
         assert buffer.tool_calls_seen == len(spans)  # both deliveries arrived; judging took one
+
+
+def test_a_denied_call_and_a_ran_call_sharing_a_span_id_across_traces_keep_their_own_facts() -> None:
+    """Held calls are told apart by trace and span id: the guard's denial of one call must not
+    be read as the fate of another trace's call that happens to share its span id. Negative
+    control: with different span ids the counts are the same."""
+    import dataclasses
+
+    from otel_loopguard.fingerprint import Fingerprinter, load_key
+    from otel_loopguard.policy import Policy
+    from otel_loopguard.receiver.runs import RunBuffer
+
+    fp = Fingerprinter(load_key(key=b"fuzz-findings-key-0123456789"), Policy())
+    for second_span in ("1", "2"):
+        buffer = RunBuffer("conv-1", fp, now=0.0)
+        ran = _call("a" * 32, "1" * 16, 10)
+        denied = dataclasses.replace(_call("b" * 32, second_span * 16, 20), dispatched=False, guard="repeat")
+        buffer.add_call(ran, now=0.0)
+        buffer.add_call(denied, now=1.0)
+        buffer.complete()
+        assert buffer.run.summary.tool_calls == 1, second_span  # the denied call never ran
