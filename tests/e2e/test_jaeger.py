@@ -31,7 +31,6 @@ import json
 import secrets
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -39,11 +38,11 @@ import pytest
 
 from live import ReceiverProcess, child_env, tail, wait_until
 
+from .agents import TOOL, AgentRun, run_agents
 from .jaeger_server import Jaeger, binary, running_jaeger
 
 KEY = "e2e-jaeger-" + secrets.token_hex(16)
 APP_SERVICE = "loopguard-e2e-agent"
-TOOL = "lookup_order"
 CALLS = 6
 
 
@@ -65,55 +64,8 @@ def receiver(jaeger: Jaeger, tmp_path: Path) -> Iterator[ReceiverProcess]:
         process.stop()
 
 
-@dataclass
-class AgentRun:
-    trace_id: str
-    root_id: str
-    tool_ids: list[str] = field(default_factory=list)
-    chat_ids: list[str] = field(default_factory=list)
-
-    @property
-    def app_ids(self) -> list[str]:
-        return [self.root_id, *self.chat_ids, *self.tool_ids]
-
-
-def _hex(span: Any) -> str:
-    return format(span.get_span_context().span_id, "016x")
-
-
 def _run_agents(receiver_port: int, *runs: list[dict[str, Any]]) -> list[AgentRun]:
-    """One trace per list of arguments: a chat span, then `lookup_order` with them, per turn."""
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    import otel_loopguard
-
-    provider = TracerProvider(resource=Resource.create({"service.name": APP_SERVICE}))
-    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver_port}", insecure=True, timeout=10)
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=100))
-    otel_loopguard.install(tracer_provider=provider, key=KEY)
-    tracer = provider.get_tracer("loopguard-e2e")
-    out = []
-    try:
-        for calls in runs:
-            with tracer.start_as_current_span("invoke_agent support") as root:
-                run = AgentRun(format(root.get_span_context().trace_id, "032x"), _hex(root))
-                for turn, arguments in enumerate(calls, start=1):
-                    with tracer.start_as_current_span("chat scripted-model",
-                                                      attributes={"gen_ai.operation.name": "chat"}) as chat:
-                        run.chat_ids.append(_hex(chat))
-                    marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL,
-                              "gen_ai.tool.call.id": f"call_{turn}", "gen_ai.tool.call.arguments": json.dumps(arguments),
-                              "gen_ai.tool.call.result": json.dumps({"status": "delivered", **arguments})}
-                    with tracer.start_as_current_span(f"execute_tool {TOOL}", attributes=marked) as span:
-                        run.tool_ids.append(_hex(span))
-            out.append(run)
-        assert provider.force_flush(15_000), "the SDK could not flush its spans to the receiver"
-    finally:
-        provider.shutdown()
-    return out
+    return run_agents(receiver_port, runs, key=KEY, resource={"service.name": APP_SERVICE})
 
 
 def _tags(span: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -54,6 +54,7 @@ import pytest
 
 from live import child_env, free_port, stop, tail
 
+from .agents import TOOL, AgentRun, run_agents
 from .phoenix_server import Phoenix, phoenix_installed, running_phoenix
 
 pytestmark = pytest.mark.skipif(
@@ -64,7 +65,6 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "loopguard-e2e"
 KEY = "e2e-phoenix-" + secrets.token_hex(16)
-TOOL = "lookup_order"
 CALLS = 6
 
 
@@ -128,69 +128,14 @@ def annotating_receiver(phoenix: Phoenix, tmp_path: Path) -> Iterator[Receiver]:
         yield running
 
 
-@dataclass
-class AgentRun:
-    trace_id: str
-    root_id: str
-    chat_ids: list[str] = field(default_factory=list)
-    tool_ids: list[str] = field(default_factory=list)
-
-    @property
-    def app_ids(self) -> list[str]:
-        return [self.root_id, *self.chat_ids, *self.tool_ids]
-
-
-def hex16(span: Any) -> str:
-    return format(span.get_span_context().span_id, "016x")
-
-
 def _run_looping_agent(receiver_port: int) -> AgentRun:
     """Six identical lookup_order calls (GenAI execute_tool spans, chat spans between) under a root."""
     return _run_agents(receiver_port, [{"order_id": "A12"}] * CALLS)[0]
 
 
 def _run_agents(receiver_port: int, *runs: list[dict[str, Any]]) -> list[AgentRun]:
-    """One trace per list of arguments: lookup_order called with each, in turn."""
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    import otel_loopguard
-
-    provider = TracerProvider(resource=Resource.create(
-        {"service.name": "loopguard-e2e-agent", "openinference.project.name": PROJECT}))
-    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver_port}", insecure=True, timeout=10)
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=100))
-    handle = otel_loopguard.install(tracer_provider=provider, key=KEY)
-    assert handle.mode == "observe"
-    tracer = provider.get_tracer("loopguard-e2e")
-    out: list[AgentRun] = []
-    try:
-        for calls in runs:
-            out.append(_agent(tracer, calls))
-        assert provider.force_flush(15_000), "the SDK could not flush its spans to the receiver"
-    finally:
-        provider.shutdown()
-    return out
-
-
-def _agent(tracer: Any, calls: list[dict[str, Any]]) -> AgentRun:
-    with tracer.start_as_current_span("invoke_agent support") as root:
-        run = AgentRun(format(root.get_span_context().trace_id, "032x"), hex16(root))
-        for turn, arguments in enumerate(calls, start=1):
-            with tracer.start_as_current_span("chat scripted-model") as chat:
-                chat.set_attribute("gen_ai.operation.name", "chat")
-                chat.set_attribute("gen_ai.usage.input_tokens", 900 + 150 * turn)
-                chat.set_attribute("gen_ai.usage.output_tokens", 40)
-                run.chat_ids.append(hex16(chat))
-            marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL}
-            with tracer.start_as_current_span(f"execute_tool {TOOL}", attributes=marked) as span:
-                span.set_attribute("gen_ai.tool.call.id", f"call_{turn}")
-                span.set_attribute("gen_ai.tool.call.arguments", json.dumps(arguments))
-                span.set_attribute("gen_ai.tool.call.result", json.dumps({"status": "delivered", **arguments}))
-                run.tool_ids.append(hex16(span))
-    return run
+    return run_agents(receiver_port, runs, key=KEY,
+                      resource={"service.name": "loopguard-e2e-agent", "openinference.project.name": PROJECT})
 
 
 def _attrs(span: dict[str, Any]) -> dict[str, Any]:
