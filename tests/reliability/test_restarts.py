@@ -16,6 +16,8 @@ from typing import Optional
 
 import pytest
 
+from otel_loopguard.receiver.restart import HEARTBEAT_SECONDS
+
 from collector import scenarios as S
 from collector.backend import CountingBackend, Stored
 from live import ReceiverProcess, wait_until
@@ -140,8 +142,12 @@ def test_a_run_split_by_a_restart(backend: CountingBackend, tmp_path: Path, sig:
         first = [handmade.request([cut.call(i) for i in (1, 2, 3)])]
         S.send_raw(r.port, first)  # untagged calls are held until the run completes: nothing judged yet
         wait_until(lambda: spans_of(first) <= set(backend.app_counts()), 20, "the first half delivered", explain=r.logs)
+        killed_at = time.time()
         restart(r, getattr(signal, sig.upper()))
         # Negative controls: runs that begin after the restart are judged whole, loop or not.
+        # "After" by the rule's margin: a span started within two heartbeats of the previous
+        # process's last `alive` stamp may belong to a run it saw (receiver/restart.py).
+        time.sleep(max(0.0, killed_at + 2 * HEARTBEAT_SECONDS + 0.1 - time.time()))
         fresh_loop, fresh_ok = handmade.Run(looping=True), handmade.Run(looping=False)
         for run in (cut, fresh_loop, fresh_ok):
             later = [run.call(i) for i in ((4, 5, 6) if run is cut else range(1, 7))]
