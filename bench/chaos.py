@@ -146,19 +146,28 @@ def overload_row(work: Path) -> dict[str, Any]:
     return result.row()
 
 
-def huge_row(work: Path) -> dict[str, Any]:
-    """One 100k-span request beside a steady sender: the small requests' worst wait."""
-    import threading
-
+def _steady(address: str, stop: Any, out: Any) -> None:
+    """The other sender, in a process of its own: in the bench's process it would share a GIL
+    with the counting sink, which parses the huge request when it is forwarded."""
     import grpc
+
+    small = F.template()
+    channel = grpc.insecure_channel(address, options=[("grpc.enable_http_proxy", 0)])
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+    waits: list[tuple[float, float]] = []
+    while not stop.is_set():
+        started = time.time()
+        export(F.fresh(small), timeout=60)
+        waits.append((started, time.time() - started))
+        time.sleep(0.05)
+    channel.close()
+    out.send(waits)
+
+
+def _huge_request() -> bytes:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    sink = F.CountingSink()
-    receiver = ReceiverProcess(["--forward", sink.address, "--max-request-spans", "100000"], S.receiver_env(),
-                               work).start()
-    small = F.template()
-    many = ExportTraceServiceRequest.FromString(small)
-    spans = list(many.resource_spans[0].scope_spans[0].spans)
+    spans = list(ExportTraceServiceRequest.FromString(F.template()).resource_spans[0].scope_spans[0].spans)
     big = ExportTraceServiceRequest()
     scope = big.resource_spans.add().scope_spans.add()
     for n in range(100_000 // len(spans) + 1):
@@ -166,36 +175,41 @@ def huge_row(work: Path) -> dict[str, Any]:
             scope.spans.add().CopyFrom(s)
             scope.spans[-1].trace_id = n.to_bytes(4, "big") + s.trace_id[4:]
     del scope.spans[100_000:]
-    data = big.SerializeToString()
-    waits: list[float] = []
-    stop = threading.Event()
+    return big.SerializeToString()
+
+
+def huge_row(work: Path) -> dict[str, Any]:
+    """One 100k-span request beside a steady sender: the small requests' worst wait."""
+    import multiprocessing
+
+    import grpc
+
+    sink = F.CountingSink()
+    receiver = ReceiverProcess(["--forward", sink.address, "--max-request-spans", "100000"], S.receiver_env(),
+                               work).start()
+    data = _huge_request()
+    spawn = multiprocessing.get_context("spawn")
+    stop, (mine, theirs) = spawn.Event(), spawn.Pipe(duplex=False)
+    other = spawn.Process(target=_steady, args=(receiver.address, stop, theirs), daemon=True)
     channel = grpc.insecure_channel(receiver.address, options=[("grpc.enable_http_proxy", 0)])
     export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
-
-    def steady() -> None:
-        while not stop.is_set():
-            started = time.monotonic()
-            export(F.fresh(small), timeout=60)
-            waits.append(time.monotonic() - started)
-            time.sleep(0.05)
-
     try:
         assert receiver.proc is not None
         baseline = F.rss_mib(receiver.proc.pid)
-        thread = threading.Thread(target=steady, daemon=True)
-        thread.start()
-        time.sleep(3)
-        before = list(waits)
-        started = time.monotonic()
+        other.start()
+        time.sleep(4)
+        sent = time.time()
         export(data, timeout=120)
-        took = time.monotonic() - started
+        answered = time.time()
         time.sleep(3)
         stop.set()
-        thread.join(60)
-        during = waits[len(before):]
-        return {"request_mib": round(len(data) / 2**20, 1), "huge_request_s": round(took, 2),
+        waits = mine.recv()
+        other.join(60)
+        before = [w for t, w in waits if t + w < sent]
+        during = [w for t, w in waits if t + w >= sent and t <= answered + 1]
+        return {"request_mib": round(len(data) / 2**20, 1), "huge_request_s": round(answered - sent, 2),
                 "small_wait_before_max_s": round(max(before), 3), "small_wait_during_max_s": round(max(during), 3),
-                "small_requests_during": len(during), "rss_baseline_mib": round(baseline, 1),
+                "small_requests_during": len(during), "small_waits_over_80ms": [(round(t - sent, 2), round(w, 3)) for t, w in waits if w > 0.08], "rss_baseline_mib": round(baseline, 1),
                 "rss_peak_mib": F.rss_mib(receiver.proc.pid, "VmHWM"), "rss_after_mib": round(F.rss_mib(receiver.proc.pid), 1)}
     finally:
         channel.close()

@@ -22,6 +22,7 @@ from ..conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HAN
                                 TOOL_CONVENTIONS)
 from ..findings.otlp import is_own_span
 from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
+from ..otlp.pieces import cut
 from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ..otlp.values import any_value, attributes
 
@@ -157,6 +158,27 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optio
                 except Exception:
                     _unreadable(d, span)
                 out.spans.append(d)
+    return out
+
+
+def decode_in_pieces(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None,
+                     piece_spans: int = 2048) -> DecodedRequest:
+    """decode(), for a large request: parsed a piece of at most `piece_spans` spans at a time
+    (otlp/pieces.py), so no single parse holds the interpreter long. Same records, same
+    positions in the whole request, same errors."""
+    pieces = cut(data, piece_spans)
+    if pieces is None or len(pieces) < 2:
+        return decode(data, run_id_attribute, max_spans)
+    count = sum(p.spans for p in pieces)
+    if max_spans is not None and count > max_spans:
+        raise TooManySpans(count, max_spans)
+    out = DecodedRequest([], [])
+    for piece in pieces:
+        part = decode(piece.data, run_id_attribute)
+        for d in part.spans:
+            d.where = (piece.resource, piece.scope, piece.first + d.where[2])
+        out.spans += part.spans
+        out.rejected += [((piece.resource, piece.scope, piece.first + i), why) for (_, _, i), why in part.rejected]
     return out
 
 

@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .. import local_receivers
 from ..fingerprint import Fingerprinter, load_key
 from ..policy import load_policy
-from . import trim
+from . import pauses, trim
 from .assembly import RunAssembler
 from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes, working_bytes
 from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
@@ -37,6 +37,7 @@ from .security import BearerAuth, CertificateStore, Tokens, load_certificates, l
 from . import snapshot
 from .judged import CompletedRuns, JudgedLog
 from .service import SERVICE, TraceReceiver, parse_request
+from .pauses import FullCollections
 from .spool import Recovered, Ref
 from .state import Opened, open_state
 
@@ -355,6 +356,7 @@ class _Memory:
 
     def __post_init__(self) -> None:
         self.trimmer = trim.Trimmer(max(16 * MIB, self.budget.limit // 16))
+        self.collections = FullCollections(lambda: self.receiver.busy)
 
     async def tick(self, metrics: Metrics) -> None:
         self.deduper.expire()
@@ -363,6 +365,7 @@ class _Memory:
         metrics.set_gauge("memory_estimate_bytes", estimate)
         metrics.set_gauge("dedupe_entries", len(self.deduper))
         metrics.set_gauge("dedupe_evictions_total", self.deduper.evictions)
+        self.collections.tick()
         if self.trimmer.due(estimate):
             await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
 
@@ -401,6 +404,7 @@ async def run_until_signal(config: ReceiverConfig) -> None:
     with contextlib.suppress(NotImplementedError, AttributeError):  # no SIGHUP on Windows
         loop.add_signal_handler(signal.SIGHUP, _reload_all, started)
     started.append(await start(config))
+    pauses.take_over()  # a dedicated process: full collections only when no sender waits on them
     await stop.wait()
     _log.info("shutting down: completing open runs and flushing findings")
     await started[0].stop()

@@ -25,8 +25,9 @@ Order of operations per request:
    deadline passed): the downstream may already hold the spans.
 
 Steps 3 and 5 run in pieces of PIECE_SPANS spans, yielding to the event loop between
-pieces, so one huge request cannot hold up the others. That is safe because a span
-is reserved (in flight) in the same piece that classifies it, and stays reserved
+pieces, so one huge request cannot hold up the others (a small request needs several
+turns of the event loop, and waits for a piece at each one). That is safe because a
+span is reserved (in flight) in the same piece that classifies it, and stays reserved
 until it is remembered; step 5 runs in a task of its own, so a sender that gives up
 midway cannot leave a request half remembered.
 """
@@ -51,7 +52,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from .assembly import RunAssembler
 from .budget import MIB, MemoryBudget, largest_request, working_bytes
 from .config import ReceiverConfig
-from .decode import Decoded, DecodedRequest, TooManySpans, decode
+from .decode import Decoded, DecodedRequest, TooManySpans, decode, decode_in_pieces
 from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
 from .judged import JudgedLog
 from .delivery import ForwardQueue
@@ -59,8 +60,8 @@ from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, S
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
-LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop from this size on
-PIECE_SPANS = 2048  # classified and judged this many spans at a time, yielding between pieces
+LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop, and in pieces, from this size on
+PIECE_SPANS = 256  # classified and judged this many spans at a time, yielding between pieces
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
@@ -89,6 +90,11 @@ class TraceReceiver:
         self._in_flight: set[bytes] = set()
         self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
         self._deliveries: set[asyncio.Future[Any]] = set()
+        self.handling = 0  # requests between arrival and answer
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.handling or self._deliveries)
 
     def handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -110,9 +116,11 @@ class TraceReceiver:
             await self._retry_later(context, "otel-loopguard's forward queue is full (the downstream is slow or down); "
                                     "retry shortly")
         held = [self._budget.reserve(len(data))]
+        self.handling += 1
         try:
             return await self._export(data, context, held)
         finally:
+            self.handling -= 1
             self._budget.release(sum(held))
 
     async def _export(self, data: bytes, context: grpc.aio.ServicerContext, held: list[int]) -> ExportTraceServiceResponse:
@@ -319,8 +327,11 @@ class TraceReceiver:
 
 def parse_request(data: bytes, run_id_attribute: Optional[str], max_spans: Optional[int] = None) -> DecodedRequest:
     """Pure: touches no receiver state, so it may run in any thread (and the benchmark
-    measures exactly this). One parse validates the whole request as the full schema
-    would (UTF-8 strings included: otlp/lite.py) and serves the hot path."""
+    measures exactly this). The parse validates the whole request as the full schema
+    would (UTF-8 strings included: otlp/lite.py) and serves the hot path; a large request
+    is parsed in pieces, none of which holds the interpreter long (otlp/pieces.py)."""
+    if len(data) >= LARGE_REQUEST_BYTES:
+        return decode_in_pieces(data, run_id_attribute, max_spans)
     return decode(data, run_id_attribute, max_spans)
 
 

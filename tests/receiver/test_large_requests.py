@@ -17,13 +17,13 @@ from .harness import RUN, ReceiverThread, Sink, export_stub, make_config, wait_f
 def decode_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Thread ids the real decode ran in (a spy around it, not a stand-in)."""
     seen: list[int] = []
-    real = service.decode
+    real = service.parse_request
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(service, "decode", spy)
+    monkeypatch.setattr(service, "parse_request", spy)
     return seen
 
 
