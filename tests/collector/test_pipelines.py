@@ -170,6 +170,11 @@ def test_sharded_by_trace_id_judges_like_one_receiver(tmp_path: Path, layouts: l
     S.send_raw(layout.collector.port("otlp"), payloads)
     S.wait_until(lambda: len(layout.backend.snapshot()[2]) >= len(traces), 60,
                  "the replicas did not judge every run", explain=layout.explain)
+    # A run's summary can overtake its findings: the Collector's exporters send batches in
+    # parallel. Waited for (a loaded machine took more than a second), then compared exactly.
+    expected = S.finding_set(ref_findings)
+    S.wait_until(lambda: S.finding_set(layout.backend.snapshot()[1]) == expected, 30,
+                 "the replicas' findings did not all arrive", explain=layout.explain)
     time.sleep(1.0)
     counts, findings, summaries = layout.backend.snapshot()
 
