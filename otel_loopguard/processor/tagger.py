@@ -13,6 +13,7 @@ import collections
 import functools
 import logging
 import threading
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
@@ -285,7 +286,8 @@ class Tagger:
                 return span  # the same model call, traced by another instrumentation: one turn
             state.models.append((start, end, scope))
             state.note_model_end(span.end_time or 0)
-            model = ModelCall(state.turn_at(span.end_time or 0) or 0, found.input_tokens, found.output_tokens, found.model)
+            model = ModelCall(turn=state.turn_at(span.end_time or 0) or 0, input_tokens=found.input_tokens,
+                              output_tokens=found.output_tokens, model=found.model)
             for f in state.run.observe_model(model):
                 if state.run.is_turn_limit(f):
                     state.turn_limit = (f, model.turn)
@@ -342,20 +344,20 @@ class Tagger:
     ) -> ToolCall:
         parent = span.parent
         start = span.start_time
-        return fingerprint_finished(  # positional: see fingerprint_finished
+        return fingerprint_finished(
             state.fp,
-            seq,
-            found.tool,
-            found.arguments,
-            found.result,
-            not found.error,  # ok
-            state.turn_at(start or 0),  # turn
-            found.call_id,
-            format(ctx.span_id, "016x"),  # span_id
-            start,  # start_ns
-            span.end_time,  # end_ns
-            trace_hex,  # trace_id
-            format(parent.span_id, "016x") if parent else None,  # parent_id
+            seq=seq,
+            tool=found.tool,
+            arguments=found.arguments,
+            result=found.result,
+            ok=not found.error,
+            turn=state.turn_at(start or 0),
+            call_id=found.call_id,
+            span_id=format(ctx.span_id, "016x"),
+            start_ns=start,
+            end_ns=span.end_time,
+            trace_id=trace_hex,
+            parent_id=format(parent.span_id, "016x") if parent else None,
         )
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
@@ -486,9 +488,8 @@ def _stopped_earlier(stopped: Finding) -> Finding:
     stays stopped), so observe-only must say would_block, or a rollout review undercounts.
     One per run (a looping run may go on for thousands of calls), with only what the decision
     event shows: kind, severity, reason, policy version."""
-    return Finding(stopped.kind, STOP, stopped.first_seq, stopped.last_seq, stopped.count, (), (),
-                   f"{STOPPED_EARLIER}{stopped.reason}", stopped.tool, None,
-                   stopped.run_id, stopped.policy_version)
+    return replace(stopped, severity=STOP, seqs=(), span_ids=(), reason=f"{STOPPED_EARLIER}{stopped.reason}",
+                   action=None)
 
 
 def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
