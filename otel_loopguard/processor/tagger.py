@@ -17,7 +17,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import StatusCode
@@ -36,6 +35,7 @@ from ..fingerprint import Fingerprinter, fingerprint_finished
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
+from .sdk_shape import attributes_of, copy_span
 
 _log = logging.getLogger("otel_loopguard.processor")
 
@@ -61,24 +61,10 @@ _NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
 HANDOFF_SPAN_PREFIX = OPENINFERENCE_HANDOFF.span_name_prefix  # the one handoff numbered at start
 
 
-def attribute_dict(span: Any) -> Mapping[str, Any]:
-    """The span's attributes, read as cheaply as the SDK allows.
-
-    `span.attributes` builds a new MappingProxyType around the SDK's BoundedAttributes
-    on every read, and both answer `in` and `get` through the Mapping ABC (a Python
-    `__getitem__` and a caught KeyError per missing key); the plain dict inside
-    answers in C. Read-only use only: it is the span's own storage.
-    """
-    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
-    if plain is not None:
-        return plain  # type: ignore[no-any-return]
-    return span.attributes or _NO_ATTRIBUTES
-
-
 def interesting(span: ReadableSpan) -> bool:
     """Cheap, for the application thread: could this be a tool or model span?"""
     # Set against set: C iterates the smaller side.
-    return not attribute_dict(span).keys().isdisjoint(MARKER_KEYS)
+    return not attributes_of(span).keys().isdisjoint(MARKER_KEYS)
 
 
 class _RunState:
@@ -148,10 +134,7 @@ class Tagger:
 
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
-        try:  # the SDK's span: its BoundedAttributes' plain dict, copied in C
-            attrs = dict(span._attributes._dict)  # type: ignore[union-attr]  # noqa: SLF001
-        except AttributeError:
-            attrs = dict(attribute_dict(span))
+        attrs = _attributes_copy(span)
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
@@ -228,7 +211,7 @@ class Tagger:
         """At span start (application thread): a span already marked as a tool call
         takes its sequence number now, in dispatch order. Others are numbered at end.
         With agent scopes, every span also inherits the agent scope it starts in."""
-        plain = attribute_dict(span)
+        plain = attributes_of(span)
         if self._config.agent_scopes:
             self._note_scope(span, plain)
         if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
@@ -365,30 +348,7 @@ class Tagger:
             for key in RAW_PAYLOAD_KEYS:
                 attrs.pop(key, None)
         attrs.update(tags)
-        if type(span) is ReadableSpan and len(span.__dict__) == _READABLE_FIELD_COUNT:
-            # What the SDK hands processors: copy its fields as they are (half the cost of
-            # the constructor and its property reads), then put in what changes.
-            copy = ReadableSpan.__new__(ReadableSpan)
-            fields = copy.__dict__
-            fields.update(span.__dict__)
-            fields["_attributes"] = _bounded(attrs, span.dropped_attributes)
-            fields["_events"] = _events(span, findings)
-            fields["_instrumentation_info"] = None  # as the constructor below leaves it
-            return copy
-        return ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=_bounded(attrs, span.dropped_attributes),
-            events=_events(span, findings),
-            links=span._links,  # noqa: SLF001 - passed on as is, dropped count included
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return copy_span(span, _bounded(attrs, span.dropped_attributes), _events(span, findings))
 
     def _tags(self, call: ToolCall, found: ToolSpan, run_id: str, seq: int) -> dict[str, Any]:
         tags: dict[str, Any] = {
@@ -408,11 +368,6 @@ class Tagger:
         if call.turn is not None:
             tags[conv.TURN] = call.turn
         return tags
-
-
-# How many fields ReadableSpan.__init__ sets: the copy above is exact only when a span has no
-# other (a count, not a key-by-key comparison: the SDK only ever sets these, in __init__).
-_READABLE_FIELD_COUNT = len(ReadableSpan("fields", resource=Resource.get_empty()).__dict__)
 
 
 class _Seen(NamedTuple):
@@ -462,6 +417,17 @@ def _is(value: Any, values: frozenset[str]) -> bool:
     return isinstance(value, str) and value in values
 
 
+def _attributes_copy(span: ReadableSpan) -> dict[str, Any]:
+    """A plain dict of the span's attributes: BoundedAttributes.copy() (behind the read-only
+    view `span.attributes`) copies its dict in C."""
+    view = span.attributes or _NO_ATTRIBUTES
+    try:
+        attrs = view.copy()
+    except AttributeError:  # a mapping of another kind, without copy()
+        return dict(view)
+    return attrs if type(attrs) is dict else dict(attrs)
+
+
 def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     if not dropped:
         # The values were validated when the application set them, and ours are plain
@@ -493,11 +459,12 @@ def _stopped_earlier(stopped: Finding) -> Finding:
 
 
 def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
+    """The span's events with a decision event per stop or warning; None: unchanged."""
     if not findings:
-        return span._events  # noqa: SLF001 - unchanged, dropped count included
+        return None
     decisions = [f for f in findings if f.severity in (STOP, WARN)]
     if not decisions:
-        return span._events  # noqa: SLF001 - unchanged, dropped count included
+        return None
     events: Any = BoundedList(None)  # the SDK's own type for a span's events (no type parameter)
     events.extend(span.events)
     events.dropped = span.dropped_events
