@@ -420,7 +420,7 @@ def _is(value: Any, values: frozenset[str]) -> bool:
 def _attributes_copy(span: ReadableSpan) -> dict[str, Any]:
     """A plain dict of the span's attributes: BoundedAttributes.copy() (behind the read-only
     view `span.attributes`) copies its dict in C."""
-    view = span.attributes or _NO_ATTRIBUTES
+    view: Any = span.attributes or _NO_ATTRIBUTES
     try:
         attrs = view.copy()
     except AttributeError:  # a mapping of another kind, without copy()
