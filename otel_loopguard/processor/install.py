@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
