@@ -8,47 +8,15 @@ run stays small and carries nothing sensitive.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Mapping, Optional, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Optional
 
-_C = TypeVar("_C")
-_UNSET = object()
-
-
-def quick_init(cls: type[_C]) -> type[_C]:
-    """Give a frozen, slotted dataclass an __init__ that fills the slots directly.
-
-    A frozen dataclass sets each field through object.__setattr__: about 3 µs for
-    16 fields, paid for every tool call on the hot paths. Writing through the slot
-    descriptors costs a quarter of that. The class stays frozen (assignment after
-    construction still raises) and keeps its eq, hash, repr and replace().
-    Generated source, as dataclasses itself does it.
-    """
-    names: dict[str, Any] = {}
-    params, body = [], []
-    for f in fields(cls):  # type: ignore[arg-type]
-        names[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
-        if f.default is not MISSING:
-            names[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-            body.append(f" _set_{f.name}(self, {f.name})")
-        elif f.default_factory is not MISSING:
-            names[f"_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_UNSET")
-            body.append(f" _set_{f.name}(self, _factory_{f.name}() if {f.name} is _UNSET else {f.name})")
-        else:
-            params.append(f.name)
-            body.append(f" _set_{f.name}(self, {f.name})")
-    names["_UNSET"] = _UNSET
-    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), names)  # noqa: S102
-    init = names["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[method-assign]
-    return cls
+# Every record here is frozen, slotted and built by keyword only (kw_only): a field is added
+# in one place, its class, and no caller depends on the order fields are declared in
+# (tests/test_records.py). The dataclasses' own __init__ is used as generated.
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RawCall:
     """One tool call as read from telemetry, before fingerprinting.
 
@@ -84,15 +52,11 @@ class RawCall:
     result_exact_digest: Optional[str] = None
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "RawCall":
-        """A copy in its place in the run (otlp/order.py): by position, several times
-        cheaper than dataclasses.replace, once per call without `loopguard.seq`."""
-        return RawCall(seq, self.tool, self.arguments, self.result, self.ok, self.finished, turn, self.call_id,
-                       self.span_id, self.start_ns, self.end_ns, self.identity, self.args_digest,
-                       self.result_digest, self.dispatched, self.guard, self.key_id, self.trace_id,
-                       self.parent_id, self.seq_dense, self.result_exact_digest)
+        """A copy in its place in the run (otlp/order.py): every other field kept."""
+        return replace(self, seq=seq, turn=turn)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evidence:
     """Progress signals extracted from one observation by the tool's rule.
 
@@ -108,8 +72,7 @@ class Evidence:
     error_count: Optional[int] = None
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """A fingerprinted tool call, the unit every detector observes."""
 
@@ -135,9 +98,7 @@ class ToolCall:
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "ToolCall":
         """A copy in its place in the run (see RawCall.renumbered)."""
-        return ToolCall(seq, self.tool, self.action, self.result, self.ok, turn, self.call_id, self.span_id,
-                        self.start_ns, self.end_ns, self.evidence, self.trace_id, self.parent_id, self.write,
-                        self.write_key, self.flags, self.exact)
+        return replace(self, seq=seq, turn=turn)
 
 
 # key_id of a call whose digests the judging process computes itself, with its own key.
@@ -155,7 +116,7 @@ TERMINATION_REASONS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunFacts:
     """What the application itself recorded about how a run ended.
 
@@ -167,7 +128,7 @@ class RunFacts:
     terminal_response: Optional[bool] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GuardEvent:
     """A guard decision recorded as a span event (docs/guard.md): a denied call has no
     span of its own, so its place in the run is given by the event's time."""
@@ -178,7 +139,7 @@ class GuardEvent:
     tool: Optional[str] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedDecision:
     """Any `loopguard.decision` event as recorded (docs/findings.md, "Decision events"): what
     a guard did (`deny`, `warn`) or, observing, would have done (`would_block`, `would_warn`).
@@ -193,8 +154,7 @@ class RecordedDecision:
     policy_version: Optional[str] = None
 
 
-@quick_init  # built once per model span in the receiver
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCall:
     """One model decision: counts turns and prices tokens for the budgets."""
 

@@ -64,3 +64,95 @@ def test_the_version_module_says_what_pyproject_says() -> None:
 
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert __version__ == project["version"]
+
+
+# -- the canonical form sits below the policy ----------------------------------------------------
+_BELOW_POLICY = ("fingerprint/canonical.py", "fingerprint/keys.py", "fingerprint/native.py")
+
+
+def _relative_imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of each relative import, wherever it sits (`from . import x`: x)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(n.level, n.module or a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level
+            for a in (n.names if n.module is None else n.names[:1])]
+
+
+@pytest.mark.parametrize("name", _BELOW_POLICY)
+def test_the_modules_below_the_policy_import_nothing_above_it(name: str) -> None:
+    """canonical.py imports no module of the package; keys.py and native.py only each other,
+    canonical.py and errors.py."""
+    allowed = {(1, "canonical"), (1, "native"), (2, "errors")}
+    imports = _relative_imports(PACKAGE / name)
+    assert [i for i in imports if i not in allowed] == [], name
+    if name.endswith("canonical.py"):
+        assert imports == []
+
+
+def test_importing_the_canonical_form_imports_no_policy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, otel_loopguard.fingerprint.canonical\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('otel_loopguard.policy', "
+            "'otel_loopguard.progress', 'otel_loopguard.fingerprint.fingerprinter'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_policy_imports_the_canonical_form_at_the_top_not_late() -> None:
+    """No function-level import of fingerprint/ in policy/: a late import there meant the
+    canonical form sat above the policy."""
+    for path in sorted((PACKAGE / "policy").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(n) for n in tree.body}
+        late = [n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top
+                and "fingerprint" in (getattr(n, "module", None) or "")]
+        assert late == [], f"{path.name}: {late}"
+    assert (2, "fingerprint.canonical") in _relative_imports(PACKAGE / "policy" / "load.py")
+
+
+def test_the_package_names_of_fingerprint_resolve_in_any_import_order() -> None:
+    import subprocess
+    import sys
+
+    for first in ("otel_loopguard.policy", "otel_loopguard.fingerprint.canonical", "otel_loopguard.progress"):
+        code = (f"import {first}\nfrom otel_loopguard.fingerprint import *\n"
+                "from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, fingerprint_finished\n")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- no core module reads a private field of another library -------------------------------------
+# The json module's undocumented internals (the C scanner and encoder factory) and the private
+# fields of any imported library. processor/sdk_shape.py, a shell, owns the SDK's.
+_JSON_INTERNALS = ("scan_once", "c_make_encoder", "c_scanstring", "encode_basestring", "py_encode_basestring",
+                   "json.encoder", "json.decoder", "json.scanner", "_one_shot", "make_scanner")
+
+
+def _foreign_private_reads(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    foreign = {a.asname or a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    foreign |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level
+                for a in n.names}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in foreign:
+                out.append(f"{node.lineno}: .{node.attr}")
+    source = path.read_text(encoding="utf-8")
+    out += [name for name in _JSON_INTERNALS if name in source]
+    return out
+
+
+@pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_module_reads_no_private_field_of_another_library(path: Path) -> None:
+    assert _foreign_private_reads(path) == []
+
+
+def test_the_private_field_scan_sees_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import json\nfrom orjson import x\nscan = json.decoder.JSONDecoder().scan_once\n"
+                     "y = x._private\nz = _own._fine\n", encoding="utf-8")
+    assert _foreign_private_reads(probe) == ["4: ._private", "scan_once", "json.decoder"]

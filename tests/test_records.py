@@ -1,88 +1,145 @@
-"""ToolCall and RawCall keep every property of a frozen dataclass with their quick __init__."""
+"""The shared records are plain frozen dataclasses built by keyword: a field is added in one place.
+
+Adding a field to ToolCall once meant four edits (the class, a positional copy, a positional
+build in fingerprint/call.py, a test pinning the order). Now every record is keyword-only, so
+no caller depends on the order fields are declared in; these tests fail when one does.
+"""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from otel_loopguard.calls import Evidence, RawCall, ToolCall, quick_init
+from otel_loopguard.calls import Evidence, GuardEvent, ModelCall, RawCall, RecordedDecision, RunFacts, ToolCall
+from otel_loopguard.conventions.recognise import ModelSpan, ToolSpan
+from otel_loopguard.findings.model import Finding
+
+PACKAGE = Path(__file__).resolve().parents[1] / "otel_loopguard"
+RECORDS = (RawCall, ToolCall, ModelCall, Evidence, RunFacts, GuardEvent, RecordedDecision, Finding, ToolSpan, ModelSpan)
 
 
-def test_still_frozen_after_construction() -> None:
-    call = ToolCall(1, "t", "a", "r", True)
+def _tool_call(**over: Any) -> ToolCall:
+    return ToolCall(**{"seq": 1, "tool": "t", "action": "a", "result": "r", "ok": True, **over})
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
+def test_every_record_is_frozen_and_takes_keywords_only(record: type) -> None:
+    assert all(f.kw_only for f in dataclasses.fields(record)), record
+    assert record.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="positional"):
+        record(1)
+
+
+def test_still_frozen_hashable_and_replaceable() -> None:
+    call = _tool_call(span_id="s")
     with pytest.raises(dataclasses.FrozenInstanceError):
         call.seq = 2  # type: ignore[misc]
-
-
-def test_defaults_keywords_positions_and_replace_behave_as_generated() -> None:
-    call = ToolCall(seq=1, tool="t", action="a", result=None, ok=None, span_id="s")
-    assert (call.turn, call.evidence, call.flags, call.span_id) == (None, Evidence(), frozenset(), "s")
-    assert ToolCall(1, "t", "a", None, None, None, None, "s") == call
+    assert (call.turn, call.evidence, call.flags) == (None, Evidence(), frozenset())
+    assert hash(call) == hash(_tool_call(span_id="s")) and call == _tool_call(span_id="s")
+    assert call != _tool_call(span_id="other")  # negative control: equality compares fields
     moved = dataclasses.replace(call, seq=7)
     assert moved.seq == 7 and moved.span_id == "s" and call.seq == 1
-    assert hash(call) == hash(ToolCall(1, "t", "a", None, None, span_id="s"))
     assert repr(call).startswith("ToolCall(seq=1, tool='t'")
 
 
 def test_a_default_factory_gives_each_instance_its_own_value() -> None:
-    a, b = RawCall(1, "t"), RawCall(2, "t")
+    a, b = RawCall(seq=1, tool="t"), RawCall(seq=2, tool="t")
     assert a.identity == {} and a.identity is not b.identity
     given = {"k": 1}
-    assert RawCall(1, "t", identity=given).identity is given
-
-
-def test_missing_or_unknown_arguments_raise_like_any_init() -> None:
-    with pytest.raises(TypeError, match="missing"):
-        RawCall()  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        RawCall(1, "t", nonsense=1)  # type: ignore[call-arg]
-
-
-def test_matches_a_plain_frozen_dataclass_field_for_field() -> None:
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Plain:
-        a: int
-        b: str = "x"
-        c: list[int] = dataclasses.field(default_factory=list)
-
-    Quick = quick_init(dataclasses.make_dataclass("Quick", [("a", int), ("b", str, dataclasses.field(default="x")),
-                                                            ("c", list, dataclasses.field(default_factory=list))],
-                                                  frozen=True, slots=True))
-    for args, kwargs in (((1,), {}), ((1, "y"), {}), ((1,), {"c": [2]})):
-        assert dataclasses.astuple(Quick(*args, **kwargs)) == dataclasses.astuple(Plain(*args, **kwargs))
-
-
-def test_the_field_order_the_hot_paths_build_records_in() -> None:
-    """fingerprint/call.py builds ToolCall, otlp/spans.py builds RawCall, and the processor
-    calls fingerprint_finished, all by position (keywords cost more than the record): a
-    reordered field would silently swap values, so the order is pinned here."""
-    import inspect
-
-    from otel_loopguard.fingerprint import fingerprint_finished
-
-    assert [f.name for f in dataclasses.fields(ToolCall)] == [
-        "seq", "tool", "action", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
-        "evidence", "trace_id", "parent_id", "write", "write_key", "flags", "exact",
-    ]
-    assert [f.name for f in dataclasses.fields(RawCall)] == [
-        "seq", "tool", "arguments", "result", "ok", "finished", "turn", "call_id", "span_id", "start_ns",
-        "end_ns", "identity", "args_digest", "result_digest", "dispatched", "guard", "key_id", "trace_id", "parent_id",
-        "seq_dense", "result_exact_digest",
-    ]
-    assert list(inspect.signature(fingerprint_finished).parameters) == [
-        "fp", "seq", "tool", "arguments", "result", "ok", "turn", "call_id", "span_id", "start_ns", "end_ns",
-        "trace_id", "parent_id", "finished", "identity", "args_digest", "result_digest", "result_exact",
-    ]
+    assert RawCall(seq=1, tool="t", identity=given).identity is given
 
 
 @pytest.mark.parametrize("call", [
-    RawCall(0, "t", '{"a": 1}', "r", False, False, 3, "c", "s", 1, 2, {"k": 1}, "ad", "rd", False, "g", "kid", "tr", "p",
-            True, "xd"),
-    ToolCall(0, "t", "a", "r", False, 3, "c", "s", 1, 2, Evidence(version=1.0), "tr", "p", "w", "wk", frozenset({"f"}), "x"),
+    RawCall(seq=0, tool="t", arguments='{"a": 1}', result="r", ok=False, finished=False, turn=3, call_id="c",
+            span_id="s", start_ns=1, end_ns=2, identity={"k": 1}, args_digest="ad", result_digest="rd",
+            dispatched=False, guard="g", key_id="kid", trace_id="tr", parent_id="p", seq_dense=True,
+            result_exact_digest="xd"),
+    ToolCall(seq=0, tool="t", action="a", result="r", ok=False, turn=3, call_id="c", span_id="s", start_ns=1,
+             end_ns=2, evidence=Evidence(version=1.0), trace_id="tr", parent_id="p", write="w", write_key="wk",
+             flags=frozenset({"f"}), exact="x"),
 ])
-def test_renumbered_changes_seq_and_turn_and_keeps_every_other_field(call: object) -> None:
-    """The positional copy must list every field: compared with dataclasses.replace field by field."""
-    moved = call.renumbered(9, 4)  # type: ignore[attr-defined]
-    assert moved == dataclasses.replace(call, seq=9, turn=4)  # type: ignore[type-var]
-    assert [f.name for f in dataclasses.fields(call) if getattr(moved, f.name) != getattr(call, f.name)] == ["seq", "turn"]  # type: ignore[arg-type]
+def test_renumbered_changes_seq_and_turn_and_keeps_every_other_field(call: Any) -> None:
+    moved = call.renumbered(9, 4)
+    assert [f.name for f in dataclasses.fields(call) if getattr(moved, f.name) != getattr(call, f.name)] == ["seq", "turn"]
+
+
+def test_a_new_field_needs_no_edit_beyond_its_class() -> None:
+    """A record with one more field (declared as a subclass here) goes through the copy and
+    the fingerprint paths unchanged: nothing lists the fields a second time."""
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class Wider(ToolCall):
+        extra: str = "none"
+
+    wide = Wider(seq=1, tool="t", action="a", result=None, ok=True, extra="kept")
+    moved = wide.renumbered(5, 2)
+    assert type(moved) is Wider and (moved.seq, moved.turn, moved.extra) == (5, 2, "kept")
+
+
+# --- no module builds a record by position, nor lists a record's fields again -------------------
+
+_NAMES = {r.__name__ for r in RECORDS} | {"fingerprint_finished"}
+
+
+def _calls_by_position(path: Path, base: Path = PACKAGE) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            allowed = 1 if name == "fingerprint_finished" else 0  # its Fingerprinter comes first
+            if name in _NAMES and (len(node.args) > allowed or any(isinstance(a, ast.Starred) for a in node.args)):
+                out.append(f"{path.relative_to(base)}:{node.lineno} {name}")
+    return out
+
+
+def test_no_module_builds_a_record_by_position() -> None:
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _calls_by_position(path)]
+    assert found == []
+
+
+def test_the_scan_sees_a_positional_build(tmp_path: Path) -> None:
+    """Negative control for the scan above."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("ToolCall(1, 't', 'a', None, True)\nfingerprint_finished(fp, seq=1)\nRawCall(*args)\n",
+                     encoding="utf-8")
+    assert _calls_by_position(probe, tmp_path) == ["probe.py:1 ToolCall", "probe.py:3 RawCall"]
+
+
+# The snapshot file format names ToolCall's fields with the JSON types it accepts: the one other
+# place a new field must be named, and test_snapshot_format_covers_every_tool_call_field makes it
+# fail loudly instead of losing the field across a restart.
+_FIELD_LISTS_ALLOWED = {"receiver/snapshot.py"}
+
+
+def _field_lists(path: Path, names: set[str]) -> list[int]:
+    """Line numbers of literals naming five or more of a record's fields (a second field list)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        elements = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None) \
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else None
+        if elements:
+            strings = {e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if len(strings & names) >= 5:
+                lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("record", [ToolCall, RawCall], ids=lambda r: r.__name__)
+def test_no_module_lists_the_fields_of_a_call_record(record: type) -> None:
+    names = {f.name for f in dataclasses.fields(record)} - {"seq", "tool", "result", "ok", "turn"}  # common words
+    found = {str(p.relative_to(PACKAGE)): lines for p in sorted(PACKAGE.rglob("*.py"))
+             if (lines := _field_lists(p, names)) and str(p.relative_to(PACKAGE)) not in _FIELD_LISTS_ALLOWED}
+    assert found == {}
+
+
+def test_snapshot_format_covers_every_tool_call_field() -> None:
+    from otel_loopguard.receiver import snapshot
+
+    saved = set(snapshot._TOOL_CALL) | {"flags", "evidence"}  # noqa: SLF001 - our own module
+    assert saved == {f.name for f in dataclasses.fields(ToolCall)}
+    assert set(snapshot._EVIDENCE) | {"item_ids"} == {f.name for f in dataclasses.fields(Evidence)}  # noqa: SLF001

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from ..calls import quick_init
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
@@ -23,8 +22,7 @@ from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_
 TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
 
 
-@quick_init  # built once per tool span on both hot paths (calls.quick_init)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSpan:
     convention: str
     tool: str
@@ -34,8 +32,7 @@ class ToolSpan:
     error: bool
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSpan:
     convention: str
     model: Optional[str]
@@ -118,14 +115,13 @@ def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: boo
         if found is not None:
             return found
     result, result_error = unwrap_result(raw_result)
-    # Positional: built once per tool span on both hot paths.
     return ToolSpan(
-        conv.name,
-        tool if type(tool) is str else str(tool) if tool is not None else "unknown",
-        call_id if call_id is None or type(call_id) is str else str(call_id),
-        unwrap_arguments(_first(attributes, conv.arguments)),
-        result,
-        _is_error(attributes, status_error) or result_error,
+        convention=conv.name,
+        tool=tool if type(tool) is str else str(tool) if tool is not None else "unknown",
+        call_id=call_id if call_id is None or type(call_id) is str else str(call_id),
+        arguments=unwrap_arguments(_first(attributes, conv.arguments)),
+        result=result,
+        error=_is_error(attributes, status_error) or result_error,
     )
 
 
@@ -192,7 +188,8 @@ def _agent(value: Any) -> Optional[str]:
 
 
 def _tagged_tool(attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
-    return ToolSpan("loopguard", str(attributes[TOOL_NAME]), None, None, None, _is_error(attributes, status_error))
+    return ToolSpan(convention="loopguard", tool=str(attributes[TOOL_NAME]), call_id=None, arguments=None, result=None,
+                    error=_is_error(attributes, status_error))
 
 
 def _is_error(attributes: Mapping[str, Any], status_error: bool) -> bool:
@@ -204,11 +201,11 @@ def _is_error(attributes: Mapping[str, Any], status_error: bool) -> bool:
 
 def _model(conv: ModelConvention, attributes: Mapping[str, Any]) -> ModelSpan:
     model = _first(attributes, conv.model)
-    return ModelSpan(  # positional: once per model span on both hot paths
-        conv.name,
-        str(model) if model is not None else None,
-        _int(_first(attributes, conv.input_tokens)),
-        _int(_first(attributes, conv.output_tokens)),
+    return ModelSpan(
+        convention=conv.name,
+        model=str(model) if model is not None else None,
+        input_tokens=_int(_first(attributes, conv.input_tokens)),
+        output_tokens=_int(_first(attributes, conv.output_tokens)),
     )
 
 

@@ -171,7 +171,8 @@ class Run:
         if kind in TOOL_LEVEL_KINDS:
             return  # a capped tool is refused again by its own preview; the run goes on
         if self._may_stop() and not reason.startswith(STOPPED_EARLIER):  # else: stopped by that already
-            f = Finding(kind, STOP, call.seq, call.seq, 1, (), (), reason, call.tool, call.action)
+            f = Finding(kind=kind, severity=STOP, first_seq=call.seq, last_seq=call.seq, count=1, seqs=(), span_ids=(),
+                        reason=reason, tool=call.tool, action=call.action)
             self.stopped = f.stamped(self.run_id, self.policy.version)
 
     def is_turn_limit(self, f: Finding) -> bool:

@@ -167,7 +167,8 @@ class Guard:
         """A model decision (turn `turn`, its token counts): the turn and cost budgets judge
         it, so a run whose spend is used up is denied its next call."""
         with self._lock:
-            return self._state(run_id).run.observe_model(ModelCall(turn, input_tokens, output_tokens, model))
+            return self._state(run_id).run.observe_model(ModelCall(turn=turn, input_tokens=input_tokens,
+                                                                  output_tokens=output_tokens, model=model))
 
     def _state(self, run_id: str) -> _RunState:
         return self._runs.get_or_create(run_id, lambda: _RunState(self._source.for_new_run(), run_id))

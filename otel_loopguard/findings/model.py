@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
 from ..calls import ToolCall
@@ -35,7 +35,7 @@ AT_NEXT_CALL_KINDS = frozenset({"budget", "tool_cap", "poll_budget", "error_stre
 TOOL_LEVEL_KINDS = frozenset({"tool_cap"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Finding:
     kind: str
     severity: str
@@ -51,9 +51,7 @@ class Finding:
     policy_version: str = ""
 
     def stamped(self, run_id: str, policy_version: str) -> "Finding":
-        # Positional construction: dataclasses.replace costs several times more, once per finding.
-        return Finding(self.kind, self.severity, self.first_seq, self.last_seq, self.count, self.seqs,
-                       self.span_ids, self.reason, self.tool, self.action, run_id, policy_version)
+        return replace(self, run_id=run_id, policy_version=policy_version)
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -14,14 +14,16 @@ from .fingerprinter import Fingerprinter
 def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
     """Digest arguments and result (unless precomputed) and extract progress evidence."""
     return fingerprint_finished(
-        fp, raw.seq, raw.tool, raw.arguments, raw.result, raw.ok, raw.turn, raw.call_id, raw.span_id,
-        raw.start_ns, raw.end_ns, raw.trace_id, raw.parent_id,
-        raw.finished, raw.identity, raw.args_digest, raw.result_digest, raw.result_exact_digest,
+        fp, seq=raw.seq, tool=raw.tool, arguments=raw.arguments, result=raw.result, ok=raw.ok, turn=raw.turn,
+        call_id=raw.call_id, span_id=raw.span_id, start_ns=raw.start_ns, end_ns=raw.end_ns, trace_id=raw.trace_id,
+        parent_id=raw.parent_id, finished=raw.finished, identity=raw.identity, args_digest=raw.args_digest,
+        result_digest=raw.result_digest, result_exact=raw.result_exact_digest,
     )
 
 
 def fingerprint_finished(
     fp: Fingerprinter,
+    *,
     seq: int,
     tool: str,
     arguments: Any,
@@ -40,10 +42,8 @@ def fingerprint_finished(
     result_digest: Optional[str] = None,
     result_exact: Optional[str] = None,
 ) -> ToolCall:
-    """`fingerprint_call` without building the RawCall first: a frozen 19-field record costs
-    more to build than the rest of this call's bookkeeping. The in-process processor calls
-    it once per tool span with a finished call's raw payloads (the defaults), passing the
-    arguments by position, in this order: keywords would cost about 0.5 µs per call."""
+    """`fingerprint_call` without building the RawCall first: the in-process processor calls
+    it once per tool span with a finished call's raw payloads (the defaults)."""
     rule = fp.policy.rule(tool)
     args_value = None
     flags: frozenset[str] = NO_FLAGS
@@ -70,14 +70,22 @@ def fingerprint_finished(
         # Redacted span: no arguments, so no idempotency key to read. The action
         # digest still tells the same write from a different one.
         write = action
-    # Positional, in field order (tests/test_records.py pins it): 16 keywords cost more
-    # than building the record (about 0.7 µs per call on the hot paths).
     return ToolCall(
-        seq, tool, action,
-        result_digest if finished else None,  # result
-        ok if finished else None,  # ok
-        turn, call_id, span_id, start_ns, end_ns,
-        extract(rule.progress, args_value, result_value) if rule.progress else NO_EVIDENCE,  # evidence
-        trace_id, parent_id, write, write_key, flags,
-        result_exact if finished else None,  # exact
+        seq=seq,
+        tool=tool,
+        action=action,
+        result=result_digest if finished else None,
+        ok=ok if finished else None,
+        turn=turn,
+        call_id=call_id,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        evidence=extract(rule.progress, args_value, result_value) if rule.progress else NO_EVIDENCE,
+        trace_id=trace_id,
+        parent_id=parent_id,
+        write=write,
+        write_key=write_key,
+        flags=flags,
+        exact=result_exact if finished else None,
     )

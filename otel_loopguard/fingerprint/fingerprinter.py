@@ -11,7 +11,8 @@ from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, PROSE, Parsed, native_canonical, native_flat, parse, parse_and_serialise, serialise
+from .canonical import NO_FLAGS, PROSE, Parsed, parse, serialise
+from .fast import orjson_canonical, orjson_flat, parse_and_serialise
 from . import native
 from .keys import DigestKey
 from .volatile import Masker
@@ -110,7 +111,7 @@ class Fingerprinter:
                 plain_rule = not (rule.ignore_fields or rule.defaults)
                 known = self._native_action(tool, arguments, "") if plain_rule else None
                 if known is None:
-                    fast = native_canonical(
+                    fast = orjson_canonical(
                         arguments, _NO_KEYS, self.policy.max_bytes, self.policy.max_depth) if plain_rule else None
                     if fast is not None:  # = action_parts(...)[:2], without decoding the text
                         known = (self._json_digest("action", tool, fast[1]), NO_FLAGS)
@@ -123,7 +124,7 @@ class Fingerprinter:
             if native_known is not None:
                 return native_known
         if not identity and not (rule.ignore_fields or rule.defaults):
-            flat = native_flat(arguments, _NO_KEYS)  # parsed arguments (a dict): no memo, no walk
+            flat = orjson_flat(arguments, _NO_KEYS)  # parsed arguments (a dict): no memo, no walk
             if flat is not None:
                 return self._json_digest("action", tool, flat), NO_FLAGS
         digest, flags, _ = self.action_parts(tool, rule, arguments, identity)
@@ -145,7 +146,7 @@ class Fingerprinter:
                 policy = self.policy
                 known = self._native_result(rule, result)
                 if known is None:
-                    fast = native_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
+                    fast = orjson_canonical(result, self._volatile(rule), policy.max_bytes, policy.max_depth)
                     if fast is not None:  # = result_full(...), without decoding the text
                         digest, exact = self._json_result(rule, fast[1])
                         known = (digest, NO_FLAGS, exact)
@@ -157,7 +158,7 @@ class Fingerprinter:
         native_known = self._native_result(rule, result)
         if native_known is not None:
             return native_known
-        flat = native_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
+        flat = orjson_flat(result, self._volatile(rule))  # an unwrapped result (a dict)
         if flat is not None:
             digest, exact = self._json_result(rule, flat)
             return digest, NO_FLAGS, exact
@@ -256,11 +257,11 @@ class Fingerprinter:
         field = rule.idempotency_key
         key_value = get_path(arguments_value, field) if field else None
         body = without_paths(arguments_value, (field,), match=False) if field else arguments_value
-        canon = serialise(Parsed(body, "json", NO_FLAGS), max_depth=self.policy.max_depth)
+        canon = serialise(Parsed(value=body, form="json", flags=NO_FLAGS), max_depth=self.policy.max_depth)
         write = self._digest("write", tool, canon.form, canon.text, self._identity(rule, identity or {}))
         if key_value is None:
             return write, None
-        key_canon = serialise(Parsed(key_value, "json", NO_FLAGS))
+        key_canon = serialise(Parsed(value=key_value, form="json", flags=NO_FLAGS))
         return write, self._digest("idempotency", tool, key_canon.form, key_canon.text, "")
 
     def _normalised(self, parsed: Parsed, rule: ToolRule) -> Parsed:
@@ -273,7 +274,7 @@ class Fingerprinter:
             value = without_paths(value, rule.ignore_fields, match=False)
         if rule.defaults:
             value = without_paths(value, rule.defaults, match=True)
-        return Parsed(value, parsed.form, parsed.flags)
+        return Parsed(value=value, form=parsed.form, flags=parsed.flags)
 
     def _identity(self, rule: ToolRule, identity: Mapping[str, Any]) -> str:
         if not rule.identity_fields or not identity:
@@ -281,7 +282,7 @@ class Fingerprinter:
         values = {k: identity[k] for k in rule.identity_fields if k in identity}
         if not values:
             return ""
-        return serialise(Parsed(values, "json", NO_FLAGS)).text
+        return serialise(Parsed(value=values, form="json", flags=NO_FLAGS)).text
 
     def _digest(self, domain: str, tool: str, form: str, text: str, identity: str) -> str:
         # The message is "loopguard.v1", domain, quoted tool, identity, form, text joined by

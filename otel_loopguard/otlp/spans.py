@@ -69,7 +69,8 @@ class SpanCollector:
             self._tools.setdefault(run_id, []).append(span_call(span, attrs, found))
             self.tool_calls += 1
         elif isinstance(found, ModelSpan):
-            model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, span.end_time_unix_nano)
+            model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
+                              model=found.model, end_ns=span.end_time_unix_nano)
             self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
         else:
             agent = agent_of(attrs)
@@ -84,8 +85,8 @@ class SpanCollector:
             self._decisions.setdefault(run_id, []).append((span.span_id.hex(), event.time_unix_nano, e))
             if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
                 self._guards.setdefault(run_id, []).append(GuardEvent(
-                    event.time_unix_nano, _str(e.get("loopguard.finding.kind")),
-                    bool(e.get("loopguard.dispatched")), _str(e.get("loopguard.tool.name"))))
+                    time_ns=event.time_unix_nano, kind=_str(e.get("loopguard.finding.kind")),
+                    dispatched=bool(e.get("loopguard.dispatched")), tool=_str(e.get("loopguard.tool.name"))))
 
     def guard_events(self, run_id: str) -> list[GuardEvent]:
         return self._guards.get(run_id, [])
@@ -172,31 +173,28 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
     # Dense numbering is a promise the processor makes: its mark, or (spans tagged before the
     # mark existed) its key id, which only the processor writes beside loopguard.seq.
     dense = attrs.get(conv.SEQ_DENSE) is True or (key_id.__class__ is str and key_id != "")
-    # Positional, in field order (tests/test_records.py pins it): 19 keywords cost about
-    # 1 µs per tool span here, more than building the record. Type tests inline: this
-    # runs once per tool span of every request.
+    # Type tests inline: this runs once per tool span of every request.
     return RawCall(
-        seq if seq.__class__ is int and seq >= 1 else 0,  # seq (a bool is no sequence number)
-        sys.intern(tool.tool),
-        tool.arguments,
-        tool.result,
-        not tool.error,  # ok
-        end != 0 and end >= start,  # finished
-        turn if turn.__class__ is int and turn >= 1 else None,  # turn
-        tool.call_id,
-        span_hex or None,  # span_id
-        start or None,  # start_ns
-        end or None,  # end_ns
-        {},  # identity
-        args_digest if args_digest.__class__ is str and args_digest else None,  # args_digest
-        result_digest if result_digest.__class__ is str and result_digest else None,  # result_digest
-        dispatched if dispatched.__class__ is bool else True,  # dispatched
-        guard if guard.__class__ is str and guard else None,  # guard
-        key_id if key_id.__class__ is str and key_id else LOCAL_KEY,  # key_id
-        trace_hex or None,  # trace_id
-        parent_hex or None,  # parent_id
-        dense,  # seq_dense
-        exact if exact.__class__ is str and exact and result_digest else None,  # result_exact_digest
+        seq=seq if seq.__class__ is int and seq >= 1 else 0,  # a bool is no sequence number
+        tool=sys.intern(tool.tool),
+        arguments=tool.arguments,
+        result=tool.result,
+        ok=not tool.error,
+        finished=end != 0 and end >= start,
+        turn=turn if turn.__class__ is int and turn >= 1 else None,
+        call_id=tool.call_id,
+        span_id=span_hex or None,
+        start_ns=start or None,
+        end_ns=end or None,
+        args_digest=args_digest if args_digest.__class__ is str and args_digest else None,
+        result_digest=result_digest if result_digest.__class__ is str and result_digest else None,
+        dispatched=dispatched if dispatched.__class__ is bool else True,
+        guard=guard if guard.__class__ is str and guard else None,
+        key_id=key_id if key_id.__class__ is str and key_id else LOCAL_KEY,
+        trace_id=trace_hex or None,
+        parent_id=parent_hex or None,
+        seq_dense=dense,
+        result_exact_digest=exact if exact.__class__ is str and exact and result_digest else None,
     )
 
 

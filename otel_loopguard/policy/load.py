@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional
 
 from ..errors import PolicyError
+from ..fingerprint.canonical import canonicalize
 from .model import (
     CycleRule,
     Policy,
@@ -251,8 +252,6 @@ def _policy(data: Any, source: str) -> Policy:
 
 def content_version(data: Any) -> str:
     """A version for a policy that names none: a hash of its canonical content."""
-    from ..fingerprint.canonical import canonicalize  # late: fingerprint imports policy
-
     text = canonicalize(data).text
     return "sha256:" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
 

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -23,6 +23,7 @@ from ..fingerprint import load_key
 from ..mode import note_installed
 from ..policy_source import PolicySource
 from .config import ProcessorConfig, resolve
+from .sdk_shape import grpc_endpoint, route_span_processors, take_span_processors
 from .span_processor import LoopguardSpanProcessor
 from .tagger import Tagger
 
@@ -76,7 +77,7 @@ def install(
         if existing is not None:
             return existing
         tagger = build_tagger(config, key=key, key_file=key_file)
-        taken = _take_processors(provider)
+        taken = take_span_processors(provider)
         if not taken:  # processors added later are handed tagged spans too; until then none leave
             _log.warning("otel-loopguard: the tracer provider has no span processor yet, so no exporter is "
                          "configured: tagged spans go nowhere until one is added (docs/processor.md)")
@@ -94,7 +95,7 @@ def install(
 def _warn_if_around_a_receiver(processors: list[SpanProcessor]) -> None:
     """Once per pair: an OTLP/gRPC exporter that sends to the very address a receiver on this
     machine forwards to bypasses that receiver (the spans are never judged), with no error."""
-    endpoints = [e for e in map(_grpc_endpoint, processors) if e]
+    endpoints = [e for e in map(grpc_endpoint, processors) if e]
     if not endpoints:
         return
     for note in local_receivers.running():
@@ -108,16 +109,6 @@ def _warn_if_around_a_receiver(processors: list[SpanProcessor]) -> None:
                     "this app exports its spans to %s, where the otel-loopguard receiver listening on %s "
                     "(pid %s) forwards: they go around the receiver and no run is judged. Send them "
                     "through it: OTEL_EXPORTER_OTLP_ENDPOINT=http://%s", endpoint, listen, note.get("pid"), listen)
-
-
-def _grpc_endpoint(processor: SpanProcessor) -> Optional[str]:
-    """The address an SDK span processor's OTLP/gRPC exporter sends to (Batch or Simple)."""
-    inner = getattr(processor, "_batch_processor", None)
-    exporter = getattr(inner, "_exporter", None) or getattr(processor, "span_exporter", None)
-    if type(exporter).__module__ != "opentelemetry.exporter.otlp.proto.grpc.trace_exporter":
-        return None  # OTLP/HTTP goes to another port than a receiver's (gRPC) forward; others unknown
-    endpoint = getattr(exporter, "_endpoint", None)
-    return endpoint if isinstance(endpoint, str) else None
 
 
 def _global_provider() -> TracerProvider:
@@ -143,32 +134,11 @@ def _new_provider() -> TracerProvider:
     return provider
 
 
-def _multi(provider: TracerProvider) -> Any:
-    multi = getattr(provider, "_active_span_processor", None)
-    if multi is None or not hasattr(multi, "_span_processors"):
-        raise LoopguardError("this TracerProvider does not expose its span processors; add "
-                             "LoopguardSpanProcessor yourself around your exporter's processor")
-    return multi
-
-
-def _take_processors(provider: TracerProvider) -> list[SpanProcessor]:
-    """Move the provider's processors behind the guard: they get tagged spans."""
-    multi = _multi(provider)
-    with multi._lock:  # noqa: SLF001 - the SDK's documented extension point has no API for this
-        taken = list(multi._span_processors)  # noqa: SLF001
-        multi._span_processors = ()  # noqa: SLF001
-    return taken
-
-
 def _wrap_future_processors(provider: TracerProvider, guard: LoopguardSpanProcessor) -> None:
-    multi = _multi(provider)
-    with multi._lock:  # noqa: SLF001
-        multi._span_processors = (guard,)  # noqa: SLF001
-    original = provider.add_span_processor
+    route_span_processors(provider, guard)
 
     def add_span_processor(span_processor: SpanProcessor) -> None:
         # Processors added after install() also receive tagged spans.
         guard.add_delegate(span_processor)
 
     provider.add_span_processor = add_span_processor  # type: ignore[method-assign]
-    provider._otel_loopguard_original_add = original  # type: ignore[attr-defined]

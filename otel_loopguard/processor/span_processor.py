@@ -21,7 +21,8 @@ from typing import Any, Callable, Optional, Sequence
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .tagger import MARKER_KEYS, Tagger, attribute_dict
+from .sdk_shape import attributes_of, on_ending
+from .tagger import MARKER_KEYS, Tagger
 
 _log = logging.getLogger("otel_loopguard.processor")
 
@@ -107,10 +108,7 @@ class LoopguardSpanProcessor(SpanProcessor):
     # -- the application's thread ----------------------------------------------------
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         try:
-            try:  # the SDK's span: its BoundedAttributes' plain dict, read inline (no call)
-                plain = span._attributes._dict  # type: ignore[union-attr]  # noqa: SLF001
-            except AttributeError:
-                plain = attribute_dict(span)
+            plain = attributes_of(span)
             keys = self._start_keys
             # Only a span marked as a tool at start is numbered now (dispatch order);
             # one C-level set test settles every other span.
@@ -127,18 +125,13 @@ class LoopguardSpanProcessor(SpanProcessor):
     def _on_ending(self, span: Span) -> None:
         for delegate in self._delegates:
             try:
-                hook = getattr(delegate, "_on_ending", None)  # the SDK's private pre-end hook
-                if hook is not None:
-                    hook(span)
+                on_ending(delegate, span)
             except Exception:
                 self._log_error("ending a span in a wrapped processor", "the other processors still see it")
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            try:  # as in on_start
-                plain = span._attributes._dict  # type: ignore[union-attr]  # noqa: SLF001
-            except AttributeError:
-                plain = attribute_dict(span)
+            plain = attributes_of(span)
             pending = self._pending
             if not plain.keys().isdisjoint(MARKER_KEYS):
                 if self._queue(span):

@@ -13,10 +13,10 @@ import collections
 import functools
 import logging
 import threading
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import StatusCode
@@ -35,6 +35,7 @@ from ..fingerprint import Fingerprinter, fingerprint_finished
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
+from .sdk_shape import attributes_of, copy_span
 
 _log = logging.getLogger("otel_loopguard.processor")
 
@@ -60,24 +61,10 @@ _NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
 HANDOFF_SPAN_PREFIX = OPENINFERENCE_HANDOFF.span_name_prefix  # the one handoff numbered at start
 
 
-def attribute_dict(span: Any) -> Mapping[str, Any]:
-    """The span's attributes, read as cheaply as the SDK allows.
-
-    `span.attributes` builds a new MappingProxyType around the SDK's BoundedAttributes
-    on every read, and both answer `in` and `get` through the Mapping ABC (a Python
-    `__getitem__` and a caught KeyError per missing key); the plain dict inside
-    answers in C. Read-only use only: it is the span's own storage.
-    """
-    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
-    if plain is not None:
-        return plain  # type: ignore[no-any-return]
-    return span.attributes or _NO_ATTRIBUTES
-
-
 def interesting(span: ReadableSpan) -> bool:
     """Cheap, for the application thread: could this be a tool or model span?"""
     # Set against set: C iterates the smaller side.
-    return not attribute_dict(span).keys().isdisjoint(MARKER_KEYS)
+    return not attributes_of(span).keys().isdisjoint(MARKER_KEYS)
 
 
 class _RunState:
@@ -147,10 +134,7 @@ class Tagger:
 
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
-        try:  # the SDK's span: its BoundedAttributes' plain dict, copied in C
-            attrs = dict(span._attributes._dict)  # type: ignore[union-attr]  # noqa: SLF001
-        except AttributeError:
-            attrs = dict(attribute_dict(span))
+        attrs = _attributes_copy(span)
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
@@ -227,7 +211,7 @@ class Tagger:
         """At span start (application thread): a span already marked as a tool call
         takes its sequence number now, in dispatch order. Others are numbered at end.
         With agent scopes, every span also inherits the agent scope it starts in."""
-        plain = attribute_dict(span)
+        plain = attributes_of(span)
         if self._config.agent_scopes:
             self._note_scope(span, plain)
         if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
@@ -285,7 +269,8 @@ class Tagger:
                 return span  # the same model call, traced by another instrumentation: one turn
             state.models.append((start, end, scope))
             state.note_model_end(span.end_time or 0)
-            model = ModelCall(state.turn_at(span.end_time or 0) or 0, found.input_tokens, found.output_tokens, found.model)
+            model = ModelCall(turn=state.turn_at(span.end_time or 0) or 0, input_tokens=found.input_tokens,
+                              output_tokens=found.output_tokens, model=found.model)
             for f in state.run.observe_model(model):
                 if state.run.is_turn_limit(f):
                     state.turn_limit = (f, model.turn)
@@ -342,20 +327,20 @@ class Tagger:
     ) -> ToolCall:
         parent = span.parent
         start = span.start_time
-        return fingerprint_finished(  # positional: see fingerprint_finished
+        return fingerprint_finished(
             state.fp,
-            seq,
-            found.tool,
-            found.arguments,
-            found.result,
-            not found.error,  # ok
-            state.turn_at(start or 0),  # turn
-            found.call_id,
-            format(ctx.span_id, "016x"),  # span_id
-            start,  # start_ns
-            span.end_time,  # end_ns
-            trace_hex,  # trace_id
-            format(parent.span_id, "016x") if parent else None,  # parent_id
+            seq=seq,
+            tool=found.tool,
+            arguments=found.arguments,
+            result=found.result,
+            ok=not found.error,
+            turn=state.turn_at(start or 0),
+            call_id=found.call_id,
+            span_id=format(ctx.span_id, "016x"),
+            start_ns=start,
+            end_ns=span.end_time,
+            trace_id=trace_hex,
+            parent_id=format(parent.span_id, "016x") if parent else None,
         )
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
@@ -363,30 +348,7 @@ class Tagger:
             for key in RAW_PAYLOAD_KEYS:
                 attrs.pop(key, None)
         attrs.update(tags)
-        if type(span) is ReadableSpan and len(span.__dict__) == _READABLE_FIELD_COUNT:
-            # What the SDK hands processors: copy its fields as they are (half the cost of
-            # the constructor and its property reads), then put in what changes.
-            copy = ReadableSpan.__new__(ReadableSpan)
-            fields = copy.__dict__
-            fields.update(span.__dict__)
-            fields["_attributes"] = _bounded(attrs, span.dropped_attributes)
-            fields["_events"] = _events(span, findings)
-            fields["_instrumentation_info"] = None  # as the constructor below leaves it
-            return copy
-        return ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=_bounded(attrs, span.dropped_attributes),
-            events=_events(span, findings),
-            links=span._links,  # noqa: SLF001 - passed on as is, dropped count included
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return copy_span(span, _bounded(attrs, span.dropped_attributes), _events(span, findings))
 
     def _tags(self, call: ToolCall, found: ToolSpan, run_id: str, seq: int) -> dict[str, Any]:
         tags: dict[str, Any] = {
@@ -406,11 +368,6 @@ class Tagger:
         if call.turn is not None:
             tags[conv.TURN] = call.turn
         return tags
-
-
-# How many fields ReadableSpan.__init__ sets: the copy above is exact only when a span has no
-# other (a count, not a key-by-key comparison: the SDK only ever sets these, in __init__).
-_READABLE_FIELD_COUNT = len(ReadableSpan("fields", resource=Resource.get_empty()).__dict__)
 
 
 class _Seen(NamedTuple):
@@ -460,6 +417,17 @@ def _is(value: Any, values: frozenset[str]) -> bool:
     return isinstance(value, str) and value in values
 
 
+def _attributes_copy(span: ReadableSpan) -> dict[str, Any]:
+    """A plain dict of the span's attributes: BoundedAttributes.copy() (behind the read-only
+    view `span.attributes`) copies its dict in C."""
+    view: Any = span.attributes or _NO_ATTRIBUTES
+    try:
+        attrs = view.copy()
+    except AttributeError:  # a mapping of another kind, without copy()
+        return dict(view)
+    return attrs if type(attrs) is dict else dict(attrs)
+
+
 def _bounded(attrs: dict[str, Any], dropped: int) -> Attributes:
     if not dropped:
         # The values were validated when the application set them, and ours are plain
@@ -486,17 +454,17 @@ def _stopped_earlier(stopped: Finding) -> Finding:
     stays stopped), so observe-only must say would_block, or a rollout review undercounts.
     One per run (a looping run may go on for thousands of calls), with only what the decision
     event shows: kind, severity, reason, policy version."""
-    return Finding(stopped.kind, STOP, stopped.first_seq, stopped.last_seq, stopped.count, (), (),
-                   f"{STOPPED_EARLIER}{stopped.reason}", stopped.tool, None,
-                   stopped.run_id, stopped.policy_version)
+    return replace(stopped, severity=STOP, seqs=(), span_ids=(), reason=f"{STOPPED_EARLIER}{stopped.reason}",
+                   action=None)
 
 
 def _events(span: ReadableSpan, findings: list[Finding]) -> Any:
+    """The span's events with a decision event per stop or warning; None: unchanged."""
     if not findings:
-        return span._events  # noqa: SLF001 - unchanged, dropped count included
+        return None
     decisions = [f for f in findings if f.severity in (STOP, WARN)]
     if not decisions:
-        return span._events  # noqa: SLF001 - unchanged, dropped count included
+        return None
     events: Any = BoundedList(None)  # the SDK's own type for a span's events (no type parameter)
     events.extend(span.events)
     events.dropped = span.dropped_events

@@ -73,15 +73,15 @@ def _instrumenting(ep: Any) -> bool:
         return False  # never loaded: not instrumenting
     try:
         cls = ep.load()
-        return bool(getattr(cls(), "_is_instrumented_by_opentelemetry", False))
+        return bool(getattr(cls(), "is_instrumented_by_opentelemetry", False))
     except Exception:
         return False
 
 
 def _processors(provider: Any) -> tuple[Any, ...]:
     """The provider's span processors; behind install(), the ones the loop guard hands on to."""
+    from .sdk_shape import span_processors
     from .span_processor import LoopguardSpanProcessor
 
-    multi = getattr(provider, "_active_span_processor", None)
-    found = tuple(getattr(multi, "_span_processors", ()) or ())
+    found = span_processors(provider)
     return tuple(d for p in found for d in (p.delegates if isinstance(p, LoopguardSpanProcessor) else (p,)))

@@ -137,7 +137,7 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optio
         if count > max_spans:
             raise TooManySpans(count, max_spans)
     extra = (run_id_attribute,) if run_id_attribute else ()
-    out = DecodedRequest([], [])
+    out = DecodedRequest(spans=[], rejected=[])
     raw = _RawSpans(data)
     # A guard decision is an event named loopguard.decision: a request without that text
     # has none, and its spans' events need not be looked at (0.2 µs a span, of about 3).
@@ -150,8 +150,8 @@ def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optio
                         or trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN):
                     out.rejected.append(((r, s, i), _why(span)))
                     continue
-                d = Decoded((r, s, i), trace_id + span_id, 0, trace_id, span_id, parent,
-                            span.start_time_unix_nano, span.end_time_unix_nano)
+                d = Decoded(where=(r, s, i), key=trace_id + span_id, content=0, trace_id=trace_id, span_id=span_id,
+                            parent=parent, start=span.start_time_unix_nano, end=span.end_time_unix_nano)
                 try:  # inline, not a helper: this loop runs once per span of every request
                     _read_span(d, span, _full_attributes(raw(r, s, i)) if hidden_attributes(span) else span.attributes,
                                extra, run_id_attribute, decisions)
@@ -223,8 +223,8 @@ def _guard_events(events: Any) -> Optional[list[GuardEvent]]:
         e = attributes(event.attributes)
         if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
             kind, tool = e.get("loopguard.finding.kind"), e.get("loopguard.tool.name")
-            out.append(GuardEvent(event.time_unix_nano, str(kind) if kind else None,
-                                  bool(e["loopguard.dispatched"]), str(tool) if tool else None))
+            out.append(GuardEvent(time_ns=event.time_unix_nano, kind=str(kind) if kind else None,
+                                  dispatched=bool(e["loopguard.dispatched"]), tool=str(tool) if tool else None))
     return out or None
 
 
@@ -320,6 +320,7 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     if isinstance(found, ToolSpan):
         d.call = raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent), d.start, d.end, values, found)
     elif isinstance(found, ModelSpan):
-        d.model = ModelCall(0, found.input_tokens, found.output_tokens, found.model, d.end)
+        d.model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
+                            model=found.model, end_ns=d.end)
     if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
         d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}

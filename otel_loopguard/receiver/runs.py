@@ -202,7 +202,7 @@ class RunBuffer:
         if self.journal is not None:
             self._record(("model", model))
         self._models_seen += 1
-        numbered = ModelCall(self._models_seen, model.input_tokens, model.output_tokens, model.model, model.end_ns)
+        numbered = replace(model, turn=self._models_seen)
         if not self._tagged:
             self.untagged_models.append(numbered)  # turns are derived at completion
             return []
@@ -354,7 +354,7 @@ class RunBuffer:
         if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
             twice = min(s for s in numbered if numbered.count(s) > 1)
             self.untagged = []
-            return [self._conflict(RawCall(twice, ""))]
+            return [self._conflict(RawCall(seq=twice, tool=""))]
         calls = self._ordered(final=True)
         if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
             self._sparse_seqs = [c.seq for c in calls]
@@ -453,7 +453,8 @@ class RunBuffer:
         self.incomplete = True
         shown = ", ".join(map(str, range(lo, min(hi, lo + 10)))) + (" ..." if hi - lo > 10 else "")
         reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
-        f = Finding("incomplete_trace", WARN, lo, hi - 1, hi - lo, (), (), reason)
+        f = Finding(kind="incomplete_trace", severity=WARN, first_seq=lo, last_seq=hi - 1, count=hi - lo, seqs=(),
+                    span_ids=(), reason=reason)
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
 
     def cut(self, reason: str) -> list[Finding]:
@@ -490,7 +491,8 @@ class RunBuffer:
         carried no sequence number."""
         spans = (span_id,) if span_id else ()
         seqs = (seq,) if (seq or span_id) else ()
-        f = Finding(kind, severity, seq, seq, 1, seqs, spans if seqs else (), reason, tool or None)
+        f = Finding(kind=kind, severity=severity, first_seq=seq, last_seq=seq, count=1, seqs=seqs,
+                    span_ids=spans if seqs else (), reason=reason, tool=tool or None)
         return f.stamped(self.run_id, self._fp.policy.version)
 
     def _keep(self, found: list[Finding]) -> list[Finding]:

@@ -73,7 +73,8 @@ class Harness:
         return found
 
     def model(self, turn: int, input_tokens: int = 0, output_tokens: int = 0, model: Optional[str] = None) -> list[Finding]:
-        found = self.run.observe_model(ModelCall(turn, input_tokens, output_tokens, model))
+        found = self.run.observe_model(ModelCall(turn=turn, input_tokens=input_tokens, output_tokens=output_tokens,
+                                                  model=model))
         self.findings += found
         self.at += [self.seq] * len(found)
         return found

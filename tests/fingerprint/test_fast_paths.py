@@ -1,8 +1,9 @@
 """The fast paths of fingerprinting give exactly what the general paths give.
 
 Digests are a public contract (CONTRACT.md): the shortcuts taken for speed (the
-prepared HMAC states, the scanner called directly, the C encoder built once,
-the no-walk serialisation of freshly parsed text) must never change a byte.
+prepared HMAC states, fingerprint/fast.py: orjson where it writes as the rules do, the
+no-walk serialisation of freshly parsed text) must never change a byte of what the rules
+in fingerprint/canonical.py give.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import hmac
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 
 from otel_loopguard.fingerprint import DigestKey, Fingerprinter
 from otel_loopguard.fingerprint import canonical as canon
+from otel_loopguard.fingerprint import fast
 from otel_loopguard.policy import Policy
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -62,87 +65,20 @@ def test_digests_do_not_disturb_each_other() -> None:
     assert key.digest(b"a") == first
 
 
-# --- the C encoder built once ------------------------------------------------------------
-
-
-@PROPS
-@given(values)
-def test_encoder_built_once_equals_the_public_encoder(value: Any) -> None:
-    try:
-        expected = canon._ENCODER.encode(value)
-    except ValueError as exc:  # integers beyond the digit limit: both must refuse
-        with pytest.raises(type(exc)):
-            canon._encode(value)
-        return
-    assert canon._encode(value) == expected
-
-
-def test_encoder_built_once_is_the_c_one() -> None:
-    # Not a contract, but the speed depends on it: flag a silent fallback.
-    assert canon._encode is not canon._ENCODER.encode
-
-
-def test_encoder_refusal_leaves_no_state_behind() -> None:
-    with pytest.raises(ValueError):
-        canon._encode({"n": 10**5000})
-    assert canon._encode({"n": 1}) == '{"n":1}'
-
-
-# --- the scanner called directly ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "text",
-    ['{"a":1}', ' {"a":1}', '{"a":1} ', '\n{"a": 1}\t', '"x"', "1", "1.5e3", "[]", "null", "NaN", '{"a":1}x', "",
-     " ", "{", '{"a":1}{"b":2}', "[1,]", '"\\ud800"'],
-)
-def test_direct_scan_equals_decode(text: str) -> None:
-    expected_flags: set[str] = set()
-    fast_flags: set[str] = set()
-    try:
-        canon._parsing.flags = expected_flags
-        expected: Any = canon._DECODER.decode(text)
-    except ValueError:
-        with pytest.raises(ValueError):
-            canon._loads(text, fast_flags)
-        return
-    got = canon._loads(text, fast_flags)
-    assert json.dumps(got, allow_nan=True) == json.dumps(expected, allow_nan=True)
-    assert fast_flags == expected_flags
-
-
-def _parse_via_decode(text: str) -> canon.Parsed:
-    """parse() with the scanner shortcut off: every text goes through decode()."""
-
-    def no_shortcut(text: str, index: int) -> Any:
-        raise StopIteration(index)
-
-    saved, canon._SCAN = canon._SCAN, no_shortcut
-    try:
-        return canon.parse(text)
-    finally:
-        canon._SCAN = saved
-
-
-@PROPS
-@given(values, st.sampled_from(["", " ", "\n", "\t "]), st.sampled_from(["", " ", "\r\n", "x", " 1"]))
-def test_parse_with_the_direct_scan_equals_parse_with_decode(value: Any, before: str, after: str) -> None:
-    try:
-        text = before + json.dumps(value, allow_nan=True) + after
-    except ValueError:
-        return
-    fast, general = canon.parse(text), _parse_via_decode(text)
-    assert canon.serialise(fast) == canon.serialise(general)
-    assert (fast.form, fast.flags) == (general.form, general.flags)
-
-
 # --- no-walk serialisation of parsed text vs the walk ------------------------------------
 
 
 def _general(text: str, drop: frozenset[str] = frozenset(), max_depth: int = canon.DEFAULT_MAX_DEPTH) -> canon.Canonical:
-    """The same value through the walk: no source text, so no shortcut."""
-    parsed = canon.parse(text)
-    return canon.serialise(canon.Parsed(parsed.value, parsed.form, parsed.flags), drop_keys=drop, max_depth=max_depth)
+    """The rules: parse, then the walk."""
+    return canon.serialise(canon.parse(text), drop_keys=drop, max_depth=max_depth)
+
+
+def _unwalked(text: str, drop: frozenset[str] = frozenset()) -> canon.Canonical:
+    """fast.parse_and_serialise with orjson out of the way: the rules' parse, then no walk
+    where nothing in the value needs one."""
+    with mock.patch.object(fast, "_orjson_loads", None):
+        _, form, out, flags = fast.parse_and_serialise(text, drop, canon.DEFAULT_MAX_BYTES, canon.DEFAULT_MAX_DEPTH)
+    return canon.Canonical(form=form, text=out, flags=flags)
 
 
 @PROPS
@@ -152,7 +88,7 @@ def test_flat_objects_fast_path_equals_walk(obj: dict[str, Any]) -> None:
         text = json.dumps(obj, allow_nan=True, ensure_ascii=False)
     except ValueError:
         return
-    assert canon.serialise(canon.parse(text)) == _general(text)
+    assert _unwalked(text) == _general(text)
 
 
 @PROPS
@@ -162,14 +98,25 @@ def test_fast_path_equals_walk_with_dropped_keys(value: Any, drop: frozenset[str
         text = json.dumps(value, allow_nan=True)
     except ValueError:
         return
-    assert canon.serialise(canon.parse(text), drop_keys=drop) == _general(text, drop)
+    assert _unwalked(text, drop) == _general(text, drop)
 
 
 def test_fast_path_equals_walk_on_odd_inputs() -> None:
     for text in ['{"a":1e999}', '{"a":NaN}', '{"a":1,"a":2}', '"{\\"b\\":1,\\"a\\":2}"', '[' * 70 + ']' * 70,
-                 '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}']:
+                 '{"timestamp":1,"x":{"timestamp":2}}', '{"\u00e9":"\u2028","\\u0000":"\\ud800"}', ' {"a": 1}']:
         for drop in (frozenset(), frozenset({"timestamp"})):
-            assert canon.serialise(canon.parse(text), drop_keys=drop) == _general(text, drop), text
+            assert _unwalked(text, drop) == _general(text, drop), text
+
+
+def test_the_walk_free_writer_is_taken_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: the tests above compare it with the walk only if it runs."""
+    walked: list[Any] = []
+    real = canon._walk
+    monkeypatch.setattr(canon, "_walk", lambda *a: walked.append(a) or real(*a))
+    assert _unwalked(' {"b": [1, 2.5e-7], "a": null}').text == '{"a":null,"b":[1,2.5e-07]}'
+    assert walked == []
+    _general('{"a": 1}')
+    assert walked  # negative control: the rules walk
 
 
 # --- whole fingerprints ---------------------------------------------------------------------
@@ -190,7 +137,7 @@ def _both(value: Any, drop: frozenset[str], max_bytes: int = canon.DEFAULT_MAX_B
           max_depth: int = canon.DEFAULT_MAX_DEPTH) -> None:
     parsed = canon.parse(value, max_bytes=max_bytes)
     expected = canon.serialise(parsed, drop_keys=drop, max_depth=max_depth)
-    got = canon.parse_and_serialise(value, drop, max_bytes, max_depth)
+    got = fast.parse_and_serialise(value, drop, max_bytes, max_depth)
     assert got[1:] == (expected.form, expected.text, expected.flags)
     assert json.dumps(got[0], allow_nan=True, default=repr) == json.dumps(parsed.value, allow_nan=True, default=repr)
 
@@ -229,7 +176,7 @@ def test_one_step_equals_the_general_path_under_a_deep_caller_stack() -> None:
     def nested(n: int) -> Any:
         if n:
             return nested(n - 1)
-        one = canon.parse_and_serialise(text, frozenset(), 1 << 18, 64)
+        one = fast.parse_and_serialise(text, frozenset(), 1 << 18, 64)
         general = canon.serialise(canon.parse(text))
         return one[1:], (general.form, general.text, general.flags)
 
@@ -241,8 +188,9 @@ def test_one_step_equals_the_general_path_under_a_deep_caller_stack() -> None:
                 one, general = nested(depth)
             except RecursionError:
                 continue  # the test's own frames ran out first
-            # Equal, unless the general path (a frame or two deeper) ran out of stack first.
-            assert one == general or canon.OPAQUE_TEXT in general[2], depth
+            # Equal, unless the general path (a few frames deeper: its walk recurses) ran out of
+            # stack first, which its flags then say (the value is far shallower than max_depth).
+            assert one == general or general[2] & {canon.OPAQUE_TEXT, canon.TOO_DEEP}, depth
     finally:
         sys.setrecursionlimit(limit)
 
@@ -260,9 +208,9 @@ def test_a_volatile_key_spelt_with_escapes_is_dropped_too(spelling: str) -> None
 # --- orjson where it reads and writes exactly as the standard library ---------------------------
 
 
-def test_the_native_path_is_taken_for_ordinary_json() -> None:
+def test_the_orjson_path_is_taken_for_ordinary_json() -> None:
     # Not a contract, but the speed depends on it: flag a silent fallback (orjson missing).
-    assert canon._native('{"b": [1, true, null], "a": "\u00e9:x"}') == (
+    assert fast._orjson('{"b": [1, true, null], "a": "\u00e9:x"}') == (
         {"b": [1, True, None], "a": "\u00e9:x"}, '{"a":"\u00e9:x","b":[1,true,null]}'.encode()
     )
 
@@ -280,15 +228,15 @@ def test_the_native_path_is_taken_for_ordinary_json() -> None:
         '{"a":NaN}', '[1e999]', '["\\ud800"]',  # flags: orjson refuses them
     ],
 )
-def test_the_native_path_declines_what_orjson_could_read_differently(text: str) -> None:
-    assert canon._native(text) is None
+def test_the_orjson_path_declines_what_orjson_could_read_differently(text: str) -> None:
+    assert fast._orjson(text) is None
     _both(text, frozenset())
 
 
 @pytest.mark.parametrize("text", ['{"a":1.5}', '[-0.0]', '[0.0001,0.25,3.0]', '{"p":1000000000000000.0}',
                                   '{"s":"re-run e-mail 0.00001","x":0.5}'])
-def test_floats_orjson_writes_as_the_stdlib_go_native(text: str) -> None:
-    assert canon._native(text) is not None
+def test_floats_orjson_writes_as_the_stdlib_take_the_shortcut(text: str) -> None:
+    assert fast._orjson(text) is not None
     _both(text, frozenset())
 
 
@@ -320,8 +268,8 @@ def test_without_orjson_the_digests_are_the_same(monkeypatch: pytest.MonkeyPatch
     fp = Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy())
     texts = ['{"b":1,"a":[true,null,"x:y"]}', '{"a":1,"a":2}', '{"f":1e-05}']
     with_orjson = [fp.action("t", t) for t in texts]
-    monkeypatch.setattr(canon, "_orjson_loads", None)
-    assert canon._native(texts[0]) is None
+    monkeypatch.setattr(fast, "_orjson_loads", None)
+    assert fast._orjson(texts[0]) is None
     assert [Fingerprinter(DigestKey(b"fast-path-test-key-0123"), Policy()).action("t", t) for t in texts] == with_orjson
 
 
@@ -373,25 +321,25 @@ def test_an_orjson_writing_unsigned_exponents_is_not_trusted_on_floats(monkeypat
     import orjson
 
     # the positive control: the orjson installed here (3.11.7 or later) writes signed exponents
-    assert canon._signed_exponents() is True
+    assert fast._signed_exponents() is True
     with monkeypatch.context() as m:
-        m.setattr(canon, "_orjson_loads", None)
-        assert canon._signed_exponents() is False  # no orjson at all
-    monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e-", b"e"))
-    assert canon._signed_exponents() is False  # negative exponents count too
-    monkeypatch.setattr(canon, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e+", b"e"))
-    assert canon._signed_exponents() is False
-    monkeypatch.setattr(canon, "_SIGNED_EXPONENTS", False)
+        m.setattr(fast, "_orjson_loads", None)
+        assert fast._signed_exponents() is False  # no orjson at all
+    monkeypatch.setattr(fast, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e-", b"e"))
+    assert fast._signed_exponents() is False  # negative exponents count too
+    monkeypatch.setattr(fast, "_orjson_dumps", lambda v, option=0: orjson.dumps(v, option=option).replace(b"e+", b"e"))
+    assert fast._signed_exponents() is False
+    monkeypatch.setattr(fast, "_SIGNED_EXPONENTS", False)
     for text in ('[1e16]', '{"n":100000000000000000000}', '{"n":1E300}'):
-        assert canon._native(text) is None
+        assert fast._orjson(text) is None
         _both(text, frozenset())
-    assert canon._native('{"a":1}') is not None  # negative control: ints and text still go native
+    assert fast._orjson('{"a":1}') is not None  # negative control: ints and text still go native
 
 
 @pytest.mark.parametrize("text", ['{"a\\/b":1,"x":2}', '{"y":{"a\\/b":1},"x":[2]}', '{"q\\"k":1,"x":2}'])
 def test_a_key_to_drop_written_with_a_short_escape_is_dropped(text: str) -> None:
     drop = frozenset({"a/b", 'q"k'})
-    got = canon.parse_and_serialise(text, drop, canon.DEFAULT_MAX_BYTES, canon.DEFAULT_MAX_DEPTH)
+    got = fast.parse_and_serialise(text, drop, canon.DEFAULT_MAX_BYTES, canon.DEFAULT_MAX_DEPTH)
     assert "a/b" not in got[2] and 'q\\"k' not in got[2] and '"x"' in got[2]
     assert got[2] == _general(text, drop).text  # the walk, which compares parsed keys
 
@@ -406,7 +354,7 @@ def test_the_memo_keeps_no_flagged_digest() -> None:
     assert fp.action_digest("t", fp.policy.rule("t"), '{"a":1}')[1] == frozenset() and len(fp._actions) == 1
 
 
-# --- native_flat: parsed flat objects (unwrapped results, parsed arguments) ------------------
+# --- orjson_flat: parsed flat objects (unwrapped results, parsed arguments) ------------------
 _odd_floats = st.sampled_from([1e-7, 1e-5, 0.0001, 1e16, 1e22, -0.0, 5e-324, 2.0**64, 1.5, float("nan"), float("inf")])
 _flat_scalars = scalars | _odd_floats | st.sampled_from(["\ud800", "a\udfffb", "\u2028", "\x00\x1f", "é\"\\/"])
 
@@ -414,24 +362,24 @@ _flat_scalars = scalars | _odd_floats | st.sampled_from(["\ud800", "a\udfffb", "
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=8) | st.sampled_from(["timestamp", "id", "\ud800"]), _flat_scalars, max_size=8),
        st.frozensets(st.sampled_from(["a", "timestamp", "id"]), max_size=2))
-def test_native_flat_equals_the_general_path_whenever_it_answers(obj: dict[str, Any], drop: frozenset[str]) -> None:
-    fast = canon.native_flat(obj, drop)
+def test_orjson_flat_equals_the_general_path_whenever_it_answers(obj: dict[str, Any], drop: frozenset[str]) -> None:
+    got = fast.orjson_flat(obj, drop)
     general = canon.serialise(canon.parse(obj), drop_keys=drop)
-    if fast is not None:
+    if got is not None:
         assert general.flags == canon.NO_FLAGS
-        assert fast == general.text.encode("utf-8")
+        assert got == general.text.encode("utf-8")
 
 
 @pytest.mark.parametrize("obj", [
     {"content": "order A-1: pending", "status": "success"}, {"b": 1, "a": [1][0], "c": True, "d": None},
     {"x": 1.5, "y": -0.0, "z": 123456789.25}, {}, {"é": "ü", "k": "line\nbreak"},
 ])
-def test_native_flat_takes_ordinary_flat_objects(obj: dict[str, Any]) -> None:
-    fast = canon.native_flat(obj, frozenset({"timestamp"}))
-    assert fast is not None and fast.decode() == canon.serialise(canon.parse(obj)).text
+def test_orjson_flat_takes_ordinary_flat_objects(obj: dict[str, Any]) -> None:
+    got = fast.orjson_flat(obj, frozenset({"timestamp"}))
+    assert got is not None and got.decode() == canon.serialise(canon.parse(obj)).text
 
 
-def test_native_flat_declines_what_only_the_general_path_gets_right() -> None:
+def test_orjson_flat_declines_what_only_the_general_path_gets_right() -> None:
     import enum
 
     class Colour(str, enum.Enum):
@@ -446,10 +394,10 @@ def test_native_flat_declines_what_only_the_general_path_gets_right() -> None:
         {"timestamp": 1, "a": 2}, ["not", "an", "object"], "text", None, {f"k{i}": i for i in range(65)},
     ]
     for obj in declined:
-        assert canon.native_flat(obj, frozenset({"timestamp"})) is None, obj
+        assert fast.orjson_flat(obj, frozenset({"timestamp"})) is None, obj
 
 
-def test_an_unwrapped_result_takes_the_native_path_and_keeps_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwrapped_result_takes_the_orjson_path_and_keeps_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
     fp = Fingerprinter(DigestKey(b"native-flat-digest-key-01234"), Policy())
     rule = fp.policy.rule("lookup")
     result = {"content": "order A-1: pending", "status": "success"}
@@ -459,7 +407,7 @@ def test_an_unwrapped_result_takes_the_native_path_and_keeps_its_digest(monkeypa
     real = canon._walk
     monkeypatch.setattr(canon, "_walk", lambda *a: walked.append(a) or real(*a))
     assert (fp.result_digest("lookup", rule, result), fp.action_digest("lookup", rule, arguments)) == expected
-    assert walked == []  # mutation check: without native_flat both would have been walked
+    assert walked == []  # mutation check: without orjson_flat both would have been walked
 
 
 @settings(max_examples=800, deadline=None)

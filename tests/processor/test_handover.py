@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_loopguard.processor import span_processor as sp
-from otel_loopguard.processor.tagger import MARKERS, attribute_dict, interesting
+from otel_loopguard.processor.sdk_shape import attributes_of
+from otel_loopguard.processor.tagger import MARKERS, interesting
 
 from .helpers import Stack, captured, emit, tags
 
@@ -123,9 +124,9 @@ def test_marker_test_reads_every_kind_of_attribute_mapping(stack: Stack) -> None
     emit(stack.tracer, captured("genai_tool"))
     tagged = stack.tagged()[0]  # a copy whose attributes are a read-only view, not BoundedAttributes
     assert interesting(tagged)
-    assert dict(attribute_dict(tagged)) == dict(tagged.attributes or {})
+    assert dict(attributes_of(tagged)) == dict(tagged.attributes or {})
     bare = ReadableSpan("bare", attributes=None)
-    assert not interesting(bare) and dict(attribute_dict(bare)) == {}
+    assert not interesting(bare) and dict(attributes_of(bare)) == {}
     for marker in MARKERS:
         assert interesting(ReadableSpan("x", attributes={marker: "anything"}))
     assert not interesting(ReadableSpan("x", attributes={"http.method": "GET", "gen_ai.system": "openai"}))
@@ -195,7 +196,7 @@ def test_no_span_is_lost_when_threads_race_the_worker(stacks: Callable[..., Stac
 
 
 def test_the_field_copy_of_a_tagged_span_equals_the_constructed_one(stack: Stack) -> None:
-    from otel_loopguard.processor import tagger as tagger_module
+    from otel_loopguard.processor import sdk_shape
 
     class Other(ReadableSpan):  # not the SDK's exact type: takes the constructor path
         pass
@@ -213,7 +214,7 @@ def test_the_field_copy_of_a_tagged_span_equals_the_constructed_one(stack: Stack
     slow = tagger._copy(other, dict(attrs), {"loopguard.x": 1}, [])  # noqa: SLF001
     assert type(fast) is ReadableSpan and type(slow) is ReadableSpan
     assert fast.__dict__.keys() == slow.__dict__.keys()
-    assert len(fast.__dict__) == tagger_module._READABLE_FIELD_COUNT
+    assert len(fast.__dict__) == sdk_shape._READABLE_FIELD_COUNT
     assert fast.to_json() == slow.to_json()
     assert dict(fast.attributes or {}) == dict(slow.attributes or {}) and fast.attributes is not original.attributes
 

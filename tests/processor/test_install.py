@@ -15,6 +15,7 @@ from opentelemetry.util._once import Once
 import otel_loopguard
 from otel_loopguard.errors import LoopguardError
 from otel_loopguard.processor import LoopguardHandle, LoopguardSpanProcessor, ProcessorConfigError, install
+from otel_loopguard.processor.sdk_shape import span_processors
 
 from .helpers import KEY, Stack, captured, emit, emit_turn, tags
 
@@ -32,7 +33,7 @@ def fresh_global(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _guards(provider: TracerProvider) -> list[Any]:
-    return [p for p in provider._active_span_processor._span_processors if isinstance(p, LoopguardSpanProcessor)]  # noqa: SLF001
+    return [p for p in span_processors(provider) if isinstance(p, LoopguardSpanProcessor)]
 
 
 def _free_port() -> int:

@@ -15,7 +15,7 @@ POLICY = policy_from_mapping({"version": "t", "repeat": {"allowed_repeats": 2}})
 
 
 def lookup(seq: int, dense: bool = False, order: str = "A12") -> RawCall:
-    return RawCall(seq, "lookup_order", {"order_id": order}, {"status": "delivered", "version": 7},
+    return RawCall(seq=seq, tool="lookup_order", arguments={"order_id": order}, result={"status": "delivered", "version": 7},
                    span_id=f"{seq:016x}", start_ns=seq * 1000, end_ns=seq * 1000 + 10, seq_dense=dense)
 
 

@@ -13,7 +13,7 @@ FP = Fingerprinter(load_key(key="receiver-volatile-test-key-01234"), policy_from
 
 
 def tagged(seq: int, action: str, masked: str, exact: str | None) -> RawCall:
-    return RawCall(seq, "read_messages", None, None, span_id=f"{seq:016x}", args_digest=action,
+    return RawCall(seq=seq, tool="read_messages", span_id=f"{seq:016x}", args_digest=action,
                    result_digest=masked, result_exact_digest=exact, key_id=FP.key_id, seq_dense=True)
 
 

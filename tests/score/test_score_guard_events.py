@@ -66,7 +66,7 @@ def test_a_turns_model_call_is_fed_before_its_tool_calls() -> None:
     2's model call has the last call of turn 1 as its evidence, and turn 2 still runs."""
     fp = fingerprinter(policy_from_mapping({"budget": {**NO_BUDGETS, "max_turns": 2}}))
     calls = [raw(s, "read", {"i": s}, {"row": s}, turn=s) for s in (1, 2)]
-    models = [ModelCall(t, 10, 10, None) for t in (2, 1)]  # any order: fed by turn
+    models = [ModelCall(turn=t, input_tokens=10, output_tokens=10) for t in (2, 1)]  # any order: fed by turn
     report = judge(RunInput("r", calls, models=models), fp)
     (stop,) = [f for f in report.findings if f.kind == "budget"]
     assert (stop.severity, stop.seqs) == ("stop", (1,))

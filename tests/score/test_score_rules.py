@@ -133,21 +133,23 @@ def test_a_denied_record_without_a_kind_is_a_loop_stop() -> None:
 def test_two_guard_events_at_one_place_keep_their_recorded_order() -> None:
     sec, t0 = 1_000_000_000, 1_700_000_000 * 1_000_000_000
     calls = [raw(s, "read", {"i": s}, start_ns=t0 + s * sec) for s in (1, 2)]
-    events = [GuardEvent(t0 + 2 * sec + 1, "budget", False, "zz"), GuardEvent(t0 + 2 * sec + 1, "cycle", False, "aa")]
+    events = [GuardEvent(time_ns=t0 + 2 * sec + 1, kind="budget", dispatched=False, tool="zz"),
+              GuardEvent(time_ns=t0 + 2 * sec + 1, kind="cycle", dispatched=False, tool="aa")]
     assert _scored(calls, events)["repeat_threshold_crossed"] is False  # the first event is the budget's
 
 
 def test_a_guard_event_at_a_calls_start_time_comes_after_that_call() -> None:
     sec, t0 = 1_000_000_000, 1_700_000_000 * 1_000_000_000
     calls = [raw(s, "read", {"i": s}, start_ns=t0 + s * sec) for s in (1, 2, 3)]
-    assert _scored(calls, [GuardEvent(t0 + 2 * sec, "repeat", False, "read")])["guard_seq"] == 3
+    assert _scored(calls, [GuardEvent(time_ns=t0 + 2 * sec, kind="repeat", dispatched=False, tool="read")])["guard_seq"] == 3
 
 
 def test_a_guard_right_after_a_stop_on_the_last_call_is_in_time() -> None:
     sec, t0 = 1_000_000_000, 1_700_000_000 * 1_000_000_000
     policy = {"budget": NO_BUDGETS, "error_streak": {"warn_at": 2, "stop_at": 3}}  # due at the next call
     calls = [raw(s, "read", {"i": s}, {"error": "bad"}, ok=False, start_ns=t0 + s * sec) for s in (10, 20, 30)]
-    score = _scored(calls, [GuardEvent(t0 + 31 * sec, "error_streak", False, "read")], policy=policy)
+    score = _scored(calls, [GuardEvent(time_ns=t0 + 31 * sec, kind="error_streak", dispatched=False,
+                                                     tool="read")], policy=policy)
     assert score["guard_seq"] == 31 and score["first_stop_seq"] == 30
     assert not any(v.startswith("guard_too_late") for v in score["release"]["violations"])
 
@@ -155,7 +157,7 @@ def test_a_guard_right_after_a_stop_on_the_last_call_is_in_time() -> None:
 def test_the_first_model_calls_cost_counts() -> None:
     policy = {"budget": {**NO_BUDGETS, "max_cost_usd": 1.0}, "prices": {"m": {"input": 1.0, "output": 0.0}}}
     fp = fingerprinter(policy_from_mapping(policy))
-    report = judge(RunInput("r", [raw(1, "read", {"i": 1}, turn=1)], models=[ModelCall(1, 2_000_000, 0, "m")]), fp)
+    report = judge(RunInput("r", [raw(1, "read", {"i": 1}, turn=1)], models=[ModelCall(turn=1, input_tokens=2_000_000, model="m")]), fp)
     assert [(f.kind, f.severity) for f in report.findings] == [("budget", "stop")]
 
 
@@ -176,7 +178,8 @@ def _score(**over: Any) -> dict:
 
 
 def _stop(kind: str, seq: int) -> Finding:
-    return Finding(kind, "stop", seq, seq, 1, (seq,), (f"s{seq}",), f"{kind} stop", "t", None)
+    return Finding(kind=kind, severity="stop", first_seq=seq, last_seq=seq, count=1, seqs=(seq,), span_ids=(f"s{seq}",),
+                   reason=f"{kind} stop", tool="t")
 
 
 def test_uncontained_loop_names_every_kind_once_in_order() -> None:
