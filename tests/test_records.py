@@ -1,4 +1,9 @@
-"""The shared records are plain frozen dataclasses built by keyword: a field is added in one place.
+"""The shared records are plain dataclasses built by keyword: a field is added in one place.
+
+The records made once per call or span (RawCall, ToolCall, ModelCall, ToolSpan, ModelSpan) are
+not frozen: a frozen dataclass sets each field through object.__setattr__, which tripled the
+cost of building a ToolCall (docs/performance.md). Nothing changes one after it is built: copies
+go through dataclasses.replace. The others stay frozen.
 
 Adding a field to ToolCall once meant four edits (the class, a positional copy, a positional
 build in fingerprint/call.py, a test pinning the order). Now every record is keyword-only, so
@@ -26,20 +31,26 @@ def _tool_call(**over: Any) -> ToolCall:
     return ToolCall(**{"seq": 1, "tool": "t", "action": "a", "result": "r", "ok": True, **over})
 
 
+PER_CALL = (RawCall, ToolCall, ModelCall, ToolSpan, ModelSpan)
+
+
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
-def test_every_record_is_frozen_and_takes_keywords_only(record: type) -> None:
+def test_every_record_takes_keywords_only(record: type) -> None:
     assert all(f.kw_only for f in dataclasses.fields(record)), record
-    assert record.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert record.__dataclass_params__.frozen == (record not in PER_CALL)  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="positional"):
         record(1)
 
 
-def test_still_frozen_hashable_and_replaceable() -> None:
+@pytest.mark.parametrize("record", PER_CALL, ids=lambda r: r.__name__)
+def test_records_made_per_call_have_slots_and_no_instance_dict(record: type) -> None:
+    assert "__slots__" in vars(record) and "__dict__" not in dir(record)
+
+
+def test_equal_by_fields_and_replaceable() -> None:
     call = _tool_call(span_id="s")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        call.seq = 2  # type: ignore[misc]
     assert (call.turn, call.evidence, call.flags) == (None, Evidence(), frozenset())
-    assert hash(call) == hash(_tool_call(span_id="s")) and call == _tool_call(span_id="s")
+    assert call == _tool_call(span_id="s")
     assert call != _tool_call(span_id="other")  # negative control: equality compares fields
     moved = dataclasses.replace(call, seq=7)
     assert moved.seq == 7 and moved.span_id == "s" and call.seq == 1
@@ -71,7 +82,7 @@ def test_a_new_field_needs_no_edit_beyond_its_class() -> None:
     """A record with one more field (declared as a subclass here) goes through the copy and
     the fingerprint paths unchanged: nothing lists the fields a second time."""
 
-    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    @dataclasses.dataclass(slots=True, kw_only=True)
     class Wider(ToolCall):
         extra: str = "none"
 
