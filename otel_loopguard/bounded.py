@@ -72,6 +72,20 @@ class BoundedMap(Generic[K, V]):
     def pop(self, key: K) -> Optional[V]:
         return self._items.pop(key, None)
 
+    def drop_stale(self, stale: Callable[[V], bool]) -> int:
+        """Forget entries, oldest first, while `stale(value)` (values that carry the time they
+        were put, in the order they were put). The dict is rebuilt, so that its table shrinks
+        to what is left (a dict never gives back its slots): call it every so often, not per
+        put. Returns how many went."""
+        n = 0
+        for value in self._items.values():
+            if not stale(value):
+                break
+            n += 1
+        if n:
+            self._items = dict(islice(self._items.items(), n, None))
+        return n
+
     def items(self) -> list[tuple[K, V]]:
         """Oldest first (a copy: a snapshot of the receiver's late cache reads it)."""
         return list(self._items.items())
