@@ -63,7 +63,6 @@ class RunAssembler:
         # Times of spans that may be a later tool call's parent (those of traces with calls),
         # and when they came.
         self._spans_seen: BoundedMap[bytes, tuple[int, int, float]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
-        self._stale_checked = clock()  # when the side tables last forgot their stale entries
         self._tool_labels: set[str] = set()
         self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
         self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
@@ -173,12 +172,8 @@ class RunAssembler:
         """Entries of the side tables older than `late_cache_seconds` go: a late span that old
         opens a new run anyway, so a completed trace, a trace's root or a parent's times are of
         no use any more. Without this, the side tables filled by a burst would stay full (and
-        the memory around their entries resident) until new traffic pushed them out. Every
-        tenth of that time (each pass copies what is left of the tables)."""
+        the memory around their entries resident) until new traffic pushed them out."""
         horizon = self._config.late_cache_seconds
-        if now - self._stale_checked < horizon / 10:
-            return
-        self._stale_checked = now
         self._completed_traces.drop_stale(lambda at: now - at >= horizon)
         self._roots.drop_stale(lambda root: now - root[1] >= horizon)
         self._spans_seen.drop_stale(lambda times: now - times[2] >= horizon)
