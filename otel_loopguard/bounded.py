@@ -93,6 +93,10 @@ class BoundedMap(Generic[K, V]):
                 self._items, self._high = dict(items), len(items)
         return len(old)
 
+    def rekey(self, copy: Callable[[K], K]) -> None:
+        """The same entries in the same order, each under `copy(key)`, an equal key."""
+        self._items = {copy(key): value for key, value in self._items.items()}
+
     def items(self) -> list[tuple[K, V]]:
         """Oldest first (a copy: a snapshot of the receiver's late cache reads it)."""
         return list(self._items.items())

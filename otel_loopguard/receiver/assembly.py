@@ -178,6 +178,12 @@ class RunAssembler:
         self._roots.drop_stale(lambda root: now - root[1] >= horizon)
         self._spans_seen.drop_stale(lambda times: now - times[2] >= horizon)
 
+    def repack(self, copy: Callable[[str], str]) -> None:
+        """Where each completed run's numbering stopped stays after a burst (a conversation may
+        resume at any time), one entry per run made all through the burst, each holding the
+        memory around it. With its keys copied at once (receiver/trim.py) they lie together."""
+        self._completed.rekey(copy)
+
     # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
     def adopt(self, buffer: RunBuffer, traces: list[bytes]) -> None:
         """A run restored from a snapshot takes its place as if it had never left."""

@@ -369,6 +369,9 @@ class _Memory:
             trim.forget_caches(self.assembler.fingerprinter)
         if due and trim.available():
             await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
+            if due == trim.SETTLED:
+                self.assembler.repack(trim.copied)
+                await asyncio.to_thread(trim.release_free_memory)
 
 
 async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],

@@ -21,7 +21,7 @@ from otel_loopguard.calls import GuardEvent, ModelCall, RawCall
 from otel_loopguard.fingerprint import Fingerprinter, load_key
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import Policy, policy_from_mapping
-from otel_loopguard.receiver import assembly
+from otel_loopguard.receiver import assembly, trim
 from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
 from otel_loopguard.receiver.decode import Decoded
@@ -275,6 +275,17 @@ def test_a_resumed_conversation_in_a_new_trace_is_a_new_run_numbered_on() -> Non
     assert rig.count("late_spans_total") == 0 and rig.assembler.buffered_calls == 0
     # its old trace is still late for it
     assert rig.accept(tool(4, run_id="conv-1")) == [] and rig.count("late_spans_total") == 1
+
+
+def test_a_conversation_resumes_numbered_on_after_the_receiver_repacked_its_tables() -> None:
+    """receiver/trim.py copies the completed runs' keys after a burst: nothing else changes."""
+    rig = Rig()
+    for seq in (1, 2):
+        rig.accept(tool(seq, run_id="conv-1"))
+    assert summaries(rig.at(130.0))  # idle
+    rig.assembler.repack(trim.copied)
+    assert rig.accept(tool(3, trace=TRACE_2, run_id="conv-1")) == []
+    assert rig.count("late_spans_total") == 0 and rig.assembler.buffered_calls == 0  # 3 follows 2: judged at once
 
 
 def test_a_completed_run_makes_only_its_own_spans_late_in_a_shared_trace() -> None:

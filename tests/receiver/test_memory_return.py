@@ -98,3 +98,10 @@ def test_forgetting_the_caches_changes_no_digest_and_empties_them() -> None:
     trim.forget_caches(fp)
     assert spans.hex_id.cache_info().currsize == 0
     assert fp.action_digest("lookup", rule, '{"q": 1}') == before  # the same digest, computed again
+
+
+@pytest.mark.parametrize("text", ["conv-1", "0a" * 16, "é" * 40, "x", ""])
+def test_a_copied_key_is_equal_and_new(text: str) -> None:
+    copy = trim.copied(text)
+    assert copy == text and type(copy) is str
+    assert copy is not text or len(text) < 2  # one character or none: CPython keeps one object of each
