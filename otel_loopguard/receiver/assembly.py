@@ -365,8 +365,8 @@ class RunAssembler:
     def _stop_waiting(self, buffer: RunBuffer) -> None:
         """A completed run's calls stop waiting for their parents: a parent arriving later could
         no longer mark the run. Otherwise the calls of runs whose parent never comes (shed runs
-        of traces that never complete) stay after their runs, 32 calls of a run at ~160 B each
-        in the overload scenario: tens of MiB after a burst, outside the memory estimate."""
+        of traces that never complete) stay after their runs, outside the memory estimate: tens
+        of MiB after the overload flood (docs/reliability.md)."""
         for parent_key in buffer.waiting_parents:
             waiting = self._children.get(parent_key)
             if waiting is not None:

@@ -15,10 +15,11 @@ bounded side tables, is memory the allocators keep for reuse:
 So after a burst (`Trimmer`) the receiver empties its caches whose entries were made all
 through it (the digest memo, the OTLP encoding caches: they refill within a few requests),
 collects garbage and trims; then copies the keys of the one side table that keeps an entry
-per run for good (where its numbering stopped) so they lie together, and trims again. Only where the C library has malloc_trim (glibc) does the trim
-do anything; and there `serve` started from the command line runs under `PYTHONMALLOC=malloc`
-unless PYTHONMALLOC is set already (`serve_with_malloc`: the process replaces itself once, at
-start, keeping its id). The price is CPU: pymalloc is faster at small objects.
+per run for good (where its numbering stopped) so they lie together, and trims again. Only
+where the C library has malloc_trim (glibc) does the trim do anything; and there `serve`
+started from the command line runs under `PYTHONMALLOC=malloc` unless PYTHONMALLOC is set
+already (`serve_with_malloc`: the process replaces itself once, at start, keeping its id).
+The price is CPU: pymalloc is faster at small objects.
 """
 
 from __future__ import annotations
