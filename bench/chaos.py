@@ -25,8 +25,11 @@ processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
 - overload:     no app: eight senders flood `serve --memory-limit-mib 256` with fresh spans for
                 60 s (each sends its next 512-span batch as soon as the last is answered, about
                 80 times the app's rate; a quarter of the traces are runs that never complete),
-                then quiet, then a second 60 s flood: resident memory per burst against the bound,
-                and every span accepted counted at the backend (tests/reliability/flood.py);
+                then 40 s of quiet, then a second 60 s flood: resident memory per burst against
+                the bound, and after each quiet spell (dedupe entries and late cache kept 30 s),
+                and every span accepted counted at the backend (tests/reliability/flood.py).
+                PYTHONMALLOC=pymalloc in the environment runs the receiver on CPython's allocator;
+                by default `serve` uses glibc's (receiver/trim.py);
 - huge:         one request of 100,000 spans while another sender sends 512-span requests:
                 how long the small requests wait meanwhile, and resident memory.
 Figures: docs/reliability.md.
@@ -142,6 +145,7 @@ SCENARIOS: dict[str, Scenario] = {
 def overload_row(work: Path) -> dict[str, Any]:
     env = S.receiver_env()
     env["OTEL_LOOPGUARD_DEDUPE_SECONDS"] = "30"  # entries leave within the quiet spell
+    env["OTEL_LOOPGUARD_LATE_CACHE_SECONDS"] = "30"  # and so do the side tables' (receiver/assembly.py)
     result = F.overload(work, env, limit_mib=256, seconds=60, quiet=40, bursts=2, senders=8)
     return result.row()
 

@@ -45,11 +45,12 @@ class BoundedSet:
 
 
 class BoundedMap(Generic[K, V]):
-    __slots__ = ("_items", "_limit")
+    __slots__ = ("_items", "_limit", "_high")
 
     def __init__(self, limit: int):
         self._items: dict[K, V] = {}
         self._limit = limit
+        self._high = 0  # the most entries drop_stale found since the dict was last rebuilt
 
     def get(self, key: K) -> Optional[V]:
         return self._items.get(key)
@@ -71,6 +72,30 @@ class BoundedMap(Generic[K, V]):
 
     def pop(self, key: K) -> Optional[V]:
         return self._items.pop(key, None)
+
+    def drop_stale(self, stale: Callable[[V], bool]) -> int:
+        """Forget entries, oldest first, while `stale(value)` (values that carry the time they
+        were put, in the order they were put): cheap when the oldest is not stale, so it can be
+        called at every tick. A dict never gives back its table as entries leave, so it is
+        rebuilt once it holds under a quarter of what it held at its height. Returns how many
+        went."""
+        items = self._items
+        old = []
+        for key, value in items.items():
+            if not stale(value):
+                break
+            old.append(key)
+        if old:
+            self._high = max(self._high, len(items))
+            for key in old:
+                del items[key]
+            if len(items) < self._high // 4:
+                self._items, self._high = dict(items), len(items)
+        return len(old)
+
+    def rekey(self, copy: Callable[[K], K]) -> None:
+        """The same entries in the same order, each under `copy(key)`, an equal key."""
+        self._items = {copy(key): value for key, value in self._items.items()}
 
     def items(self) -> list[tuple[K, V]]:
         """Oldest first (a copy: a snapshot of the receiver's late cache reads it)."""

@@ -18,6 +18,8 @@ from .receiver import command as serve_command
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if argv is None and args.command == "serve":  # a process started to serve, not a caller's
+        serve_command.prepare_process()
     quiet = logging.INFO if args.command == "serve" else logging.WARNING  # a service logs its findings
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else quiet,

@@ -296,6 +296,10 @@ class Fingerprinter:
         """`_digest` of canonical JSON already in UTF-8, with no identity (the native paths)."""
         return self.key.digest_after(self._prefix(domain, tool), _JSON_NO_IDENTITY + canonical)
 
+    def forget_memo(self) -> None:
+        """Start the digest memos over (a receiver after a burst): replaced whole, as when full."""
+        self._actions, self._results = {}, {}
+
     def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))
         if prefix is None:

@@ -158,6 +158,11 @@ def hex_id(trace_or_span_id: bytes) -> str:
     return sys.intern(trace_or_span_id.hex())
 
 
+def forget_cached() -> None:
+    """Empty the cache of hex ids (see otlp/wire.py's forget_cached)."""
+    hex_id.cache_clear()
+
+
 def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: int,
              attrs: dict[str, Any], tool: ToolSpan) -> RawCall:
     """span_call from the span's ids as hex (interned: every call of a run shares its trace

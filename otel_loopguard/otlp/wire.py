@@ -94,3 +94,9 @@ def link(trace_id: bytes, span_id: bytes) -> bytes:
     """A Span.Link (trace_id 1, span_id 2) as a Span.links field."""
     return _field(SPAN_LINK, _field(0x0A, trace_id) + _field(0x12, span_id))
 
+
+def forget_cached() -> None:
+    """Empty the encoding caches (a receiver after a burst: their entries, made all through
+    it, would keep the memory around them from going back; they refill in a few requests)."""
+    _key.cache_clear()
+    _pair.cache_clear()

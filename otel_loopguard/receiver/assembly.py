@@ -60,8 +60,9 @@ class RunAssembler:
         self._completed: BoundedMap[str, int] = BoundedMap(min(config.late_cache_size, side))
         # Keyed by trace id + span id: span ids need only be unique within their trace.
         self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
-        # Times of spans that may be a later tool call's parent (those of traces with calls).
-        self._spans_seen: BoundedMap[bytes, tuple[int, int]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
+        # Times of spans that may be a later tool call's parent (those of traces with calls),
+        # and when they came.
+        self._spans_seen: BoundedMap[bytes, tuple[int, int, float]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
         self._tool_labels: set[str] = set()
         self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
         self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
@@ -164,7 +165,24 @@ class RunAssembler:
             except Exception:
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not advance run %s", run_id)
+        self._forget_stale(now)
         return out
+
+    def _forget_stale(self, now: float) -> None:
+        """Entries of the side tables older than `late_cache_seconds` go: a late span that old
+        opens a new run anyway, so a completed trace, a trace's root or a parent's times are of
+        no use any more. Without this, the side tables filled by a burst would stay full (and
+        the memory around their entries resident) until new traffic pushed them out."""
+        horizon = self._config.late_cache_seconds
+        self._completed_traces.drop_stale(lambda at: now - at >= horizon)
+        self._roots.drop_stale(lambda root: now - root[1] >= horizon)
+        self._spans_seen.drop_stale(lambda times: now - times[2] >= horizon)
+
+    def repack(self, copy: Callable[[str], str]) -> None:
+        """Where each completed run's numbering stopped stays after a burst (a conversation may
+        resume at any time), one entry per run made all through the burst, each holding the
+        memory around it. With its keys copied at once (receiver/trim.py) they lie together."""
+        self._completed.rekey(copy)
 
     # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
     def adopt(self, buffer: RunBuffer, traces: list[bytes]) -> None:
@@ -273,7 +291,7 @@ class RunAssembler:
         # it. Calls themselves are left out (a call directly under a call is rare, and they are
         # the spans held in numbers).
         if (runs or calls_here) and d.call is None:
-            self._spans_seen.put(d.key, (d.start, d.end))
+            self._spans_seen.put(d.key, (d.start, d.end, now))
         self._check_parent(d)
 
     @staticmethod
@@ -297,6 +315,7 @@ class RunAssembler:
         buffer = self.runs.pop(run_id)
         if self.on_complete is not None:
             self.on_complete(run_id)
+        self._stop_waiting(buffer)
         self.buffered_calls -= buffer.buffered
         self.open_calls -= buffer.tool_calls_seen
         try:
@@ -331,7 +350,7 @@ class RunAssembler:
         parent_key = d.trace_id + d.parent
         parent = self._spans_seen.get(parent_key)
         if parent is not None:
-            if _outside(d.start, d.end, *parent):
+            if _outside(d.start, d.end, parent[0], parent[1]):
                 self._skewed(buffer.run_id)
             return
         waiting = self._children.get(parent_key)  # siblings wait together (spans end children first)
@@ -339,6 +358,22 @@ class RunAssembler:
             self._children.put(parent_key, [(buffer.run_id, d.start, d.end)])
         elif len(waiting) < MAX_CHILDREN_WAITING:
             waiting.append((buffer.run_id, d.start, d.end))
+        else:
+            return
+        buffer.waiting_parents.add(parent_key)
+
+    def _stop_waiting(self, buffer: RunBuffer) -> None:
+        """A completed run's calls stop waiting for their parents: a parent arriving later could
+        no longer mark the run. Otherwise the calls of runs whose parent never comes (shed runs
+        of traces that never complete) stay after their runs, outside the memory estimate: tens
+        of MiB after the overload flood (docs/reliability.md)."""
+        for parent_key in buffer.waiting_parents:
+            waiting = self._children.get(parent_key)
+            if waiting is not None:
+                waiting[:] = [w for w in waiting if w[0] != buffer.run_id]
+                if not waiting:
+                    self._children.pop(parent_key)
+        buffer.waiting_parents.clear()
 
     def _check_parent(self, d: Decoded) -> None:
         for run_id, start, end in self._children.pop(d.key) or ():

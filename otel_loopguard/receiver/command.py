@@ -66,6 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compression", choices=("none", "gzip"), help="compress requests to the downstream (default none)")
 
 
+def prepare_process() -> None:
+    """Before `run`, in a process started to serve: the allocator that gives memory back after
+    a burst (trim.py; may replace the process with itself, once)."""
+    from . import trim
+
+    trim.serve_with_malloc()
+
+
 def run(args: argparse.Namespace) -> int:
     flags = {k: v for k, v in vars(args).items() if k not in ("handler", "command", "verbose", "config")}
     try:

@@ -16,6 +16,7 @@ NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
 
 Key = bytes  # trace id + span id
 Content = int  # a cheap summary of the span's content
+COMPACT_FROM = 4096  # tables smaller than this are not worth copying
 
 
 class SpanDeduper:
@@ -26,6 +27,7 @@ class SpanDeduper:
         self._ttl = ttl_seconds
         self._clock = clock
         self.evictions = 0
+        self._high = 0  # the most entries the table held since it was last rebuilt
 
     def check(self, key: Key, content: Content) -> str:
         seen = self._seen.get(key)
@@ -56,9 +58,19 @@ class SpanDeduper:
         """Forget the entries older than the TTL now (the run timer calls this): otherwise they
         leave only as new spans push them out, and memory would not come back after a burst."""
         now, seen, order = self._clock(), self._seen, self._order
+        self._high = max(self._high, len(seen))
         while order and now - order[0][0] >= self._ttl:
             del seen[order.popleft()[1]]
             self.evictions += 1
+        self._compact()
+
+    def _compact(self) -> None:
+        """A dict never shrinks its table as entries leave: grown to a burst's million slots it
+        keeps them (~10 MiB at the overload scenario's bound) with nothing in them. Copied once
+        it holds under a quarter of its high point, the table is sized to what is left."""
+        if self._high >= COMPACT_FROM and len(self._seen) < self._high // 4:
+            self._seen = dict(self._seen)
+            self._high = len(self._seen)
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -122,6 +122,7 @@ class RunBuffer:
         self.restored = False  # rebuilt from a snapshot: the restart rule does not apply
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
+        self.waiting_parents: set[bytes] = set()  # parent spans its calls wait for (assembly.py, clock skew)
         self.first_call: Optional[ToolCall] = None
         self.last_call: Optional[ToolCall] = None
         self.tool_calls_seen = 0

@@ -190,7 +190,7 @@ async def start(config: ReceiverConfig) -> Running:
         forward_queue.start()
     annotator = _annotator(config, metrics, findings)
     ticker = asyncio.create_task(_tick(assembler, findings, metrics, state, receiver.judged,
-                                       _Memory(deduper, budget, receiver)), name="loopguard-tick")
+                                       _Memory(deduper, budget, receiver, assembler)), name="loopguard-tick")
     tasks = [ticker]
     reloader = Reloader(config, key, assembler, metrics, certificates, tokens)
     if reloader.watching and config.reload_poll_seconds > 0:
@@ -353,6 +353,7 @@ class _Memory:
     deduper: SpanDeduper
     budget: MemoryBudget
     receiver: TraceReceiver
+    assembler: RunAssembler
 
     def __post_init__(self) -> None:
         self.trimmer = trim.Trimmer(max(16 * MIB, self.budget.limit // 16))
@@ -366,8 +367,14 @@ class _Memory:
         metrics.set_gauge("dedupe_entries", len(self.deduper))
         metrics.set_gauge("dedupe_evictions_total", self.deduper.evictions)
         self.collections.tick()
-        if self.trimmer.due(estimate):
+        due = self.trimmer.due(estimate)
+        if due == trim.SETTLED:  # the burst is over: what it cached goes too
+            trim.forget_caches(self.assembler.fingerprinter)
+        if due and trim.available():
             await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
+            if due == trim.SETTLED:
+                self.assembler.repack(trim.copied)
+                await asyncio.to_thread(trim.release_free_memory)
 
 
 async def _tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],

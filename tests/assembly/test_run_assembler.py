@@ -21,7 +21,7 @@ from otel_loopguard.calls import GuardEvent, ModelCall, RawCall
 from otel_loopguard.fingerprint import Fingerprinter, load_key
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import Policy, policy_from_mapping
-from otel_loopguard.receiver import assembly
+from otel_loopguard.receiver import assembly, trim
 from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
 from otel_loopguard.receiver.decode import Decoded
@@ -277,6 +277,17 @@ def test_a_resumed_conversation_in_a_new_trace_is_a_new_run_numbered_on() -> Non
     assert rig.accept(tool(4, run_id="conv-1")) == [] and rig.count("late_spans_total") == 1
 
 
+def test_a_conversation_resumes_numbered_on_after_the_receiver_repacked_its_tables() -> None:
+    """receiver/trim.py copies the completed runs' keys after a burst: nothing else changes."""
+    rig = Rig()
+    for seq in (1, 2):
+        rig.accept(tool(seq, run_id="conv-1"))
+    assert summaries(rig.at(130.0))  # idle
+    rig.assembler.repack(trim.copied)
+    assert rig.accept(tool(3, trace=TRACE_2, run_id="conv-1")) == []
+    assert rig.count("late_spans_total") == 0 and rig.assembler.buffered_calls == 0  # 3 follows 2: judged at once
+
+
 def test_a_completed_run_makes_only_its_own_spans_late_in_a_shared_trace() -> None:
     rig = Rig()
     rig.accept(tool(1, run_id="conv-a", span=sid(1)), tool(1, run_id="conv-b", span=sid(2)))
@@ -395,6 +406,43 @@ def test_siblings_waiting_for_their_parent_are_each_checked_up_to_the_bound() ->
     rig.accept(tool(1, span=sid(1), start=T0 + 1, end=T0 + 2), tool(2, span=sid(2), start=T0 - 1, end=T0 + 2))
     rig.accept(decoded(TRACE, STEP, ROOT, T0, T0 + 100))
     assert rig.count("clock_skew_total") == 1
+
+
+def test_calls_stop_waiting_for_their_parent_when_their_run_completes() -> None:
+    """Otherwise the calls of runs whose parent never comes stay after their runs, outside
+    every bound (tens of MiB after the overload flood, docs/reliability.md)."""
+    rig = Rig()
+    rig.accept(*(tool(i, start=T0 - 1, end=T0 + 2) for i in (1, 2)))  # both outside the parent to come
+    rig.accept(tool(1, trace=TRACE_2, start=T0 - 1, end=T0 + 2))  # another run waits for its own parent
+    assert summaries(rig.at(100.0 + IDLE))  # both runs complete idle, their parent never seen
+    assert rig.assembler.side_entries == 2 * 2  # per run: it and its trace, completed; nothing waits
+    rig.accept(decoded(TRACE, STEP, ROOT, T0, T0 + 100))  # the parent comes late: nothing to mark
+    assert rig.count("clock_skew_total") == 0
+    # negative control: while the run is open, the same calls are checked when the parent comes
+    rig = Rig()
+    rig.accept(*(tool(i, start=T0 - 1, end=T0 + 2) for i in (1, 2)))
+    rig.accept(decoded(TRACE, STEP, ROOT, T0, T0 + 100))
+    assert rig.count("clock_skew_total") == 2 and _skewed(rig) is True
+
+
+def test_side_tables_forget_what_is_older_than_the_late_cache() -> None:
+    """A burst's roots, completed traces and parent times go once no late span can use them,
+    so its memory can go back (the estimate counts them as side entries); younger ones stay."""
+    rig = Rig(late_cache_seconds=20.0)
+    for n in range(50):
+        trace = n.to_bytes(16, "big")
+        rig.accept(decoded(trace, STEP, ROOT, T0, T0 + 100), tool(1, trace=trace, span=sid(1)), root(trace))
+    assert summaries(rig.at(100.0 + GRACE))  # all 50 runs complete after their roots' grace
+    full = rig.assembler.side_entries
+    assert full >= 50 * 3  # a root, a completed trace and a parent's times per trace (at least)
+    rig.clock.now = 110.0
+    rig.accept(root(TRACE_2))  # one trace later
+    rig.at(119.0)
+    assert rig.assembler.side_entries >= full  # younger than the late cache: kept
+    assert rig.accept(tool(2, trace=(7).to_bytes(16, "big"))) == [] and rig.count("late_spans_total") == 1
+    rig.at(125.0)
+    # what stays: where each run's numbering stopped (a conversation may resume) and TRACE_2's root
+    assert rig.assembler.side_entries == 50 + 1
 
 
 def test_a_call_without_a_parent_is_never_skewed() -> None:

@@ -15,6 +15,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from otel_loopguard.receiver import trim
+
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, Sink, attr, export_stub, findings_of
 
@@ -135,3 +137,24 @@ def test_serve_exits_0_on_sigint(sink: Sink, sig: int) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not trim.available(), reason="glibc only (malloc_trim)")
+@pytest.mark.parametrize(("given", "runs_with"), [(None, "malloc"), ("pymalloc", "pymalloc")])
+def test_serve_runs_under_the_allocator_that_gives_memory_back_unless_told_otherwise(given: Optional[str],
+                                                                                     runs_with: str) -> None:
+    """receiver/trim.py: the process replaces itself once, keeping its id, with PYTHONMALLOC=malloc;
+    a PYTHONMALLOC already set is kept (the way to opt out)."""
+    env = {k: v for k, v in _env().items() if k != "PYTHONMALLOC"}
+    if given:
+        env["PYTHONMALLOC"] = given
+    port = _free_port()
+    proc = _serve("--listen", f"127.0.0.1:{port}", "--forward", f"127.0.0.1:{_free_port()}", env=env)
+    try:
+        _wait_serving(port, proc)
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")  # the same id serves
+        assert f"PYTHONMALLOC={runs_with}".encode() in environ
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
