@@ -9,7 +9,6 @@
 //! nesting depth) and counts its spans; `spans` then walks the valid request span by span.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// upb's statuses, as protobuf's Python runtime words them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,8 +284,37 @@ impl Msg {
     }
 }
 
+/// SCHEMA's entry for a field, as a match (a lookup per length-delimited field of a request).
 fn kind_of(msg: Msg, field: u32) -> Option<Kind> {
-    SCHEMA.iter().find(|(m, f, _)| *m == msg && *f == field).map(|(_, _, k)| *k)
+    use Kind::{Bytes, Message as M, Str};
+    Some(match (msg, field) {
+        (Msg::TracesData, 1) => M(Msg::ResourceSpans),
+        (Msg::ResourceSpans, 1) => M(Msg::Resource),
+        (Msg::ResourceSpans, 2) => M(Msg::ScopeSpans),
+        (Msg::ResourceSpans | Msg::ScopeSpans, 3) => Str,
+        (Msg::Resource, 3) => M(Msg::EntityRef),
+        (Msg::Resource, 1) | (Msg::Scope, 3) | (Msg::Event, 3) | (Msg::Link, 4) | (Msg::KeyValueList, 1) => {
+            M(Msg::KeyValue)
+        }
+        (Msg::EntityRef, 1..=4) => Str,
+        (Msg::ScopeSpans, 1) => M(Msg::Scope),
+        (Msg::ScopeSpans, 2) => M(Msg::Span),
+        (Msg::Scope, 1 | 2) => Str,
+        (Msg::Span | Msg::Link, 1 | 2) | (Msg::Span, 4) => Bytes,
+        (Msg::Span, 3 | 5) | (Msg::Link, 3) => Str,
+        (Msg::Span, 9) => M(Msg::KeyValue),
+        (Msg::Span, 11) => M(Msg::Event),
+        (Msg::Span, 13) => M(Msg::Link),
+        (Msg::Span, 15) => M(Msg::Status),
+        (Msg::Event | Msg::Status, 2) => Str,
+        (Msg::KeyValue, 1) => Str,
+        (Msg::KeyValue, 2) | (Msg::ArrayValue, 1) => M(Msg::AnyValue),
+        (Msg::AnyValue, 1) => Str,
+        (Msg::AnyValue, 5) => M(Msg::ArrayValue),
+        (Msg::AnyValue, 6) => M(Msg::KeyValueList),
+        (Msg::AnyValue, 7) => Bytes,
+        _ => return None,
+    })
 }
 
 /// Checks every byte of a request as upb's parse does and counts its spans.
@@ -577,26 +605,9 @@ pub fn elements<'a>(parts: &[&'a [u8]]) -> Result<Vec<&'a [u8]>, Error> {
 
 // -- the attributes of one span as a map ----------------------------------------------------
 
-/// FNV-1a: attribute keys are short, and a span's map is rebuilt per span.
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-pub type KeyMap<'a> = HashMap<&'a str, usize, BuildHasherDefault<Fnv>>;
+/// std's keyed hash, as Python's dict has one: keys come from the network, and a span whose
+/// keys were made to collide must not cost more than its size.
+pub type KeyMap<'a> = HashMap<&'a str, usize>;
 
 /// key -> index of its last KeyValue (the last one wins, as in protobuf's map and a dict).
 pub fn index_attrs<'a>(attrs: &[Attr<'a>], map: &mut KeyMap<'a>) {
@@ -608,13 +619,16 @@ pub fn index_attrs<'a>(attrs: &[Attr<'a>], map: &mut KeyMap<'a>) {
 
 // -- which attributes a span needs read (decode.py's _plan_of) ------------------------------
 
+/// marker value -> (rank, plan index).
+pub type MarkerValues = HashMap<String, (u32, usize)>;
+
 /// The tables decode.py derives from conventions/spec.py, handed over once.
 #[derive(Debug, Default, Clone)]
 pub struct Plans {
     /// Any of these present makes a span worth a closer look.
     pub any_keys: Vec<String>,
     /// marker key -> {marker value -> (rank, plan)}, in decode.py's order.
-    pub markers: Vec<(String, HashMap<String, (u32, usize)>)>,
+    pub markers: Vec<(String, MarkerValues)>,
     pub tool_name: String,
     pub tagged_rank: u32,
     pub tagged_plan: usize,
@@ -635,13 +649,13 @@ impl Plans {
             if let Some(&i) = map.get(key.as_str()) {
                 let marker = value_of(attrs[i].entry)?;
                 if let Some(&found) = values.get(marker.string_value()) {
-                    if best.map_or(true, |b| found.0 < b.0) {
+                    if best.is_none_or(|b| found.0 < b.0) {
                         best = Some(found);
                     }
                 }
             }
         }
-        if map.contains_key(self.tool_name.as_str()) && best.map_or(true, |b| b.0 > self.tagged_rank) {
+        if map.contains_key(self.tool_name.as_str()) && best.is_none_or(|b| b.0 > self.tagged_rank) {
             return Ok(Some(self.tagged_plan));
         }
         match best {
@@ -704,6 +718,22 @@ mod tests {
         }
         let span = [ld(1, &[1; 16]), ld(2, &[2; 8]), ld(9, &[ld(1, b"k"), ld(2, &value)].concat())].concat();
         assert_eq!(validate(&ld(1, &ld(2, &ld(2, &span)))), Err(Error::MaxDepth));
+    }
+
+    #[test]
+    fn the_match_is_the_schema() {
+        for &(msg, field, kind) in SCHEMA {
+            assert_eq!(kind_of(msg, field), Some(kind), "{msg:?} {field}");
+        }
+        let all = [Msg::TracesData, Msg::ResourceSpans, Msg::Resource, Msg::EntityRef, Msg::ScopeSpans, Msg::Scope,
+                   Msg::Span, Msg::Event, Msg::Link, Msg::Status, Msg::KeyValue, Msg::AnyValue, Msg::ArrayValue,
+                   Msg::KeyValueList];
+        let listed = |m: Msg, f: u32| SCHEMA.iter().any(|(a, b, _)| *a == m && *b == f);
+        for msg in all {
+            for field in 0..40 {
+                assert_eq!(kind_of(msg, field).is_some(), listed(msg, field), "{msg:?} {field}");
+            }
+        }
     }
 
     #[test]
