@@ -340,6 +340,31 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
         d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
 
 
+def reading_plans() -> dict[str, Any]:
+    """The plans above as plain data, for the native decoder (decode_native.py): which spans
+    are read, and which of their attributes, is decided here alone."""
+    return {
+        "any_keys": list(_ANY_KEYS),
+        "markers": [(key, [(value, rank, list(plan)) for value, (rank, plan) in plans.items()])
+                    for key, plans in _MARKERS],
+        "tool_name": conv.TOOL_NAME,
+        "tagged_rank": _TAGGED_RANK,
+        "tagged_plan": list(_TAGGED_PLAN),
+        "facts_plan": list(_FACTS_PLAN),
+        "facts_keys": [conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE],
+        "result_keys": list(_RESULT_KEYS),
+        "result_prefixes": list(LANGGRAPH_HANDOFF.result_prefixes),
+        "langgraph_keys": list(_LANGGRAPH_KEYS),
+        "run_id_key": conv.RUN_ID,
+        "decision": DECISION_EVENT,
+    }
+
+
+def path() -> str:
+    """"native" when decode() takes the Rust module's decoder, else "python"."""
+    return "python" if _native is None else "native"
+
+
 # The native decoder when the Rust module is in use (decode_native.py: it builds on the names above).
 from .decode_native import load as _load_native  # noqa: E402
 

@@ -19,11 +19,8 @@ from typing import Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
 
-from ..conventions import attributes as conv
-from ..conventions.spec import LANGGRAPH_HANDOFF
 from ..fingerprint import native as chooser
 from ..otlp.lite import LiteRequest
-from ..otlp.spans import DECISION_EVENT
 from . import decode as reference
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -34,24 +31,8 @@ Decoder = Callable[[bytes, Optional[str], Optional[int]], "reference.DecodedRequ
 
 
 def tables(module: Any) -> Any:
-    """decode.py's reading plans, for the Rust module: one place derives them from the conventions."""
-    markers = [(key, [(value, rank, list(plan)) for value, (rank, plan) in plans.items()])
-               for key, plans in reference._MARKERS]  # noqa: SLF001 (the plans are decode.py's, read here only)
-    return module.DecodeTables(
-        decoded=reference.Decoded,
-        any_keys=list(reference._ANY_KEYS),  # noqa: SLF001
-        markers=markers,
-        tool_name=conv.TOOL_NAME,
-        tagged_rank=reference._TAGGED_RANK,  # noqa: SLF001
-        tagged_plan=list(reference._TAGGED_PLAN),  # noqa: SLF001
-        facts_plan=list(reference._FACTS_PLAN),  # noqa: SLF001
-        facts_keys=[conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE],
-        result_keys=list(reference._RESULT_KEYS),  # noqa: SLF001
-        result_prefixes=list(LANGGRAPH_HANDOFF.result_prefixes),
-        langgraph_keys=list(reference._LANGGRAPH_KEYS),  # noqa: SLF001
-        run_id_key=conv.RUN_ID,
-        decision=DECISION_EVENT,
-    )
+    """decode.py's reading plans and its record class, handed to the Rust module once."""
+    return module.DecodeTables(decoded=reference.Decoded, **reference.reading_plans())
 
 
 def decoder(module: Any) -> Decoder:

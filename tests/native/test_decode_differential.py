@@ -314,7 +314,7 @@ def test_the_comparison_can_fail(rust: Decoder) -> None:
 
 
 def _child_path(env: dict[str, str]) -> str:
-    code = "from otel_loopguard.receiver import decode; print('native' if decode._native else 'python')"
+    code = "from otel_loopguard.receiver import decode; print(decode.path())"
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=True).stdout.strip()
 
@@ -325,4 +325,4 @@ def test_one_chooser_for_both_native_paths() -> None:
     env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
     assert _child_path(env) == "native"
     assert _child_path({**env, native.PURE_ENV: "1"}) == "python"
-    assert reference._native is not None  # noqa: SLF001 (this process runs the native path)
+    assert reference.path() == "native"  # this process runs the native path
