@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
+import logging
 import multiprocessing
 import os
 import platform
@@ -36,7 +38,7 @@ import time
 import tracemalloc
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 try:
     import otel_loopguard  # noqa: F401
@@ -54,12 +56,14 @@ from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
+from otel_loopguard.receiver import decode as decode_module
 from otel_loopguard.receiver.decode import decode
 from otel_loopguard.receiver.dedupe import SpanDeduper
 from otel_loopguard.receiver.metrics import Metrics
 from otel_loopguard.receiver.service import parse_request
 
 KEY = b"bench-key-0123456789abcdef"
+NATIVE_DECODE = decode_module.path() == "native"
 SPANS_PER_REQUEST = 512
 
 
@@ -213,6 +217,27 @@ def decode_only(payloads: list[bytes]) -> int:
     return sum(len(parse_request(data, None).spans) for data in payloads)
 
 
+@contextlib.contextmanager
+def python_decode() -> Iterator[None]:
+    """The receiver's decode on the Python reference for a while (the rest as chosen:
+    the native canonical form and digest stay in use when the module is)."""
+    saved, decode_module._native = decode_module._native, None  # noqa: SLF001 (the bench compares both paths)
+    try:
+        yield
+    finally:
+        decode_module._native = saved  # noqa: SLF001
+
+
+def pipeline_python(payloads: list[bytes]) -> int:
+    with python_decode():
+        return pipeline(payloads)
+
+
+def decode_only_python(payloads: list[bytes]) -> int:
+    with python_decode():
+        return decode_only(payloads)
+
+
 def best_rates(fns: list[Any], payloads: list[bytes], spans: int, repeats: int = 7) -> list[float]:
     """spans/s of each function, best of `repeats`, the functions taking turns: a machine
     whose speed drifts during the run then drifts for all of them alike."""
@@ -236,10 +261,14 @@ def throughput(runs: int) -> dict[str, Any]:
     mixes.append(("no tool/model spans", plain_requests(runs)))
     for label, payloads in mixes:
         spans = sum(len(ExportTraceServiceRequest.FromString(p).resource_spans[0].scope_spans[0].spans) for p in payloads)
-        ours, base, floor = best_rates([pipeline, naive, decode_only], payloads, spans)
-        out[label] = {"spans": spans, "pipeline_spans_per_s": round(ours), "naive_spans_per_s": round(base),
+        fns = [pipeline, naive, decode_only, pipeline_python, decode_only_python]
+        ours, base, floor, ours_py, floor_py = best_rates(fns, payloads, spans)
+        out[label] = {"spans": spans, "decode": "native" if NATIVE_DECODE else "python",
+                      "pipeline_spans_per_s": round(ours), "naive_spans_per_s": round(base),
                       "ratio_vs_naive": round(ours / base, 2),
-                      "decode_only_spans_per_s": round(floor), "decode_only_ratio_vs_naive": round(floor / base, 2)}
+                      "decode_only_spans_per_s": round(floor), "decode_only_ratio_vs_naive": round(floor / base, 2),
+                      "python_decode_pipeline_ratio_vs_naive": round(ours_py / base, 2),
+                      "python_decode_only_ratio_vs_naive": round(floor_py / base, 2)}
     return out
 
 
@@ -323,6 +352,107 @@ def end_to_end(runs: int) -> dict[str, Any]:
             "findings_seen": len(latencies), "latency_ms_p50": pct(0.50), "latency_ms_p99": pct(0.99)}
 
 
+# -- 2b. the ceiling: the recorded spans over gRPC, raw bytes vs parse vs the receiver ------
+_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class _RawSink:
+    """A downstream that takes the bytes and parses nothing (its cost is in every row alike)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2),
+                                  options=[("grpc.max_receive_message_length", 64 * 2**20)])
+        handler = grpc.unary_unary_rpc_method_handler(self._export)
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler}),))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _export(self, data: bytes, context: Any) -> bytes:
+        self.requests += 1
+        return b""
+
+
+async def _forwarder(sink_port: int, parse: bool) -> tuple[Any, int]:
+    """A gRPC Export server forwarding each request to the sink: the raw bytes (`parse` False:
+    the transport's ceiling), or parsed, every attribute read, and re-serialised (the naive
+    Python passthrough)."""
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{sink_port}", options=[("grpc.max_send_message_length", 64 * 2**20)])
+    send = channel.unary_unary(_EXPORT)
+
+    async def export(data: bytes, context: Any) -> bytes:
+        if parse:
+            request = ExportTraceServiceRequest.FromString(data)
+            for rs in request.resource_spans:
+                for ss in rs.scope_spans:
+                    for span in ss.spans:
+                        attributes(span.attributes)
+            data = request.SerializeToString()
+        await send(data, timeout=30)
+        return b""
+
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 2**20)])
+    handler = grpc.unary_unary_rpc_method_handler(export)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, port
+
+
+def ceiling(copies: int, rounds: int = 3) -> dict[str, Any]:
+    """The recorded spans sent by another process, one request at a time, through each server
+    in turn (best of `rounds`): spans/s on the wall clock and per CPU-second of this process
+    (the server and a sink that parses nothing; the sender is elsewhere)."""
+    from otel_loopguard.receiver.server import start
+
+    payloads = recorded_requests(copies)
+    spans = sum(len(ExportTraceServiceRequest.FromString(p).resource_spans[0].scope_spans[0].spans) for p in payloads)
+    logging.getLogger("otel_loopguard").setLevel(logging.ERROR)  # a finding per seven spans: no log lines
+    sink = _RawSink()
+    os.environ.setdefault("OTEL_LOOPGUARD_KEY", KEY.decode())
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+
+    def run(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(60)
+
+    async def receiver() -> tuple[Any, int]:
+        running = await start(ReceiverConfig(listen="127.0.0.1:0", forward=f"127.0.0.1:{sink.port}"))
+        return running, running.port
+
+    rows: dict[str, Any] = {}
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    for _ in range(rounds):
+        for label, make, python in (("raw-bytes forwarder", lambda: _forwarder(sink.port, False), False),
+                                    ("naive Python passthrough", lambda: _forwarder(sink.port, True), False),
+                                    ("receiver, native decode", receiver, False),
+                                    ("receiver, Python decode", receiver, True)):
+            if label == "receiver, native decode" and not NATIVE_DECODE:
+                continue
+            server, port = run(make())
+            with python_decode() if python else contextlib.nullcontext():
+                gc.collect()
+                cpu0 = time.process_time()
+                proc = ctx.Process(target=_sender, args=(port, payloads, queue))
+                proc.start()
+                t0, t1, _ = queue.get(timeout=900)
+                cpu = time.process_time() - cpu0
+                proc.join(30)
+            run(server.stop(grace=2) if hasattr(server, "port") else server.stop(2))
+            best = rows.setdefault(label, {"spans_per_s": 0, "spans_per_cpu_s": 0})
+            best["spans_per_s"] = max(best["spans_per_s"], round(spans / (t1 - t0)))
+            best["spans_per_cpu_s"] = max(best["spans_per_cpu_s"], round(spans / cpu))
+    loop.call_soon_threadsafe(loop.stop)
+    sink.server.stop(0)
+    raw = rows["raw-bytes forwarder"]
+    for row in rows.values():
+        row["wall_ratio_vs_raw"] = round(row["spans_per_s"] / raw["spans_per_s"], 3)
+        row["cpu_ratio_vs_raw"] = round(row["spans_per_cpu_s"] / raw["spans_per_cpu_s"], 3)
+    return {"spans": spans, "requests": len(payloads), "rows": rows}
+
+
 # -- 3. memory per held call -----------------------------------------------------------
 def memory_per_held_call(calls: int = 10_000) -> dict[str, Any]:
     spans = agent_trace(0, calls, tagged=False, looping=False)
@@ -362,12 +492,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--ceiling-only", action="store_true", help="only the over-gRPC comparison on recorded spans")
+    parser.add_argument("--copies", type=int, default=60, help="copies of the recorded traces for the ceiling")
     args = parser.parse_args()
+    if args.ceiling_only:
+        print(json.dumps(ceiling(args.copies), indent=2))
+        return
     result = {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "throughput": throughput(args.runs),
         "end_to_end": end_to_end(args.runs),
+        "ceiling": ceiling(args.copies),
         "memory": memory_per_held_call(),
     }
     if args.json:
@@ -376,12 +512,18 @@ def main() -> None:
     print(f"python {result['python']}, {result['cpus']} cpus")
     for label, r in result["throughput"].items():
         print(f"pipeline ({label:19}): {r['pipeline_spans_per_s']:>9,} spans/s   naive passthrough {r['naive_spans_per_s']:>9,} spans/s   "
-              f"ratio {r['ratio_vs_naive']}x   (decode alone {r['decode_only_ratio_vs_naive']}x; {r['spans']} spans)")
+              f"ratio {r['ratio_vs_naive']}x   (decode alone {r['decode_only_ratio_vs_naive']}x; {r['decode']} decode; "
+              f"Python decode: {r['python_decode_pipeline_ratio_vs_naive']}x, alone "
+              f"{r['python_decode_only_ratio_vs_naive']}x; {r['spans']} spans)")
     e = result["end_to_end"]
     print(f"end to end over gRPC, inline to a sink: {e['spans_per_s']:,} spans/s in 512-span requests, "
           f"{e['small_request_spans_per_s']:,} spans/s in one-run (33-span) requests")
     print(f"finding latency (request completing a loop's evidence -> finding span at the sink): "
           f"p50 {e['latency_ms_p50']} ms, p99 {e['latency_ms_p99']} ms ({e['findings_seen']}/{e['loops']} loops)")
+    c = result["ceiling"]
+    for label, row in c["rows"].items():
+        print(f"over gRPC, recorded spans ({label:24}): {row['spans_per_s']:>7,} spans/s ({row['wall_ratio_vs_raw']}x raw), "
+              f"{row['spans_per_cpu_s']:>7,} spans per CPU-second ({row['cpu_ratio_vs_raw']}x raw)")
     m = result["memory"]
     print(f"memory: {m['bytes_per_held_call']} bytes per held untagged call ({m['held_calls']} held), "
           f"plus {m['fingerprint_memo_bytes']:,} bytes of fingerprint memo per process (bounded)")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the optional Rust module (native/: the canonical form and keyed digest of JSON payloads)
+# Build the optional Rust module (native/: the canonical form and keyed digest of JSON payloads,
+# and the receiver's decode of OTLP requests)
 # into the virtualenv when cargo is present; without cargo, say that the Python path is used.
 # The package works the same either way (otel_loopguard/fingerprint/native.py picks the path).
 #

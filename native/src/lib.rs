@@ -1,10 +1,15 @@
 //! otel_loopguard_native: the canonical form and keyed digest of JSON payloads, in Rust.
 //! The Python module `otel_loopguard/fingerprint/canonical.py` is the reference; this one must
 //! give the same bytes, flags and digests (tests/native/). Pure logic is in `canon` and
-//! `digest` (safe Rust); this file is only the PyO3 glue.
+//! `digest` (safe Rust); this file is only the PyO3 glue. `otlp` reads an OTLP trace request
+//! for the receiver (the reference: `otel_loopguard/receiver/decode.py`); its glue is `decode`.
 
 pub mod canon;
 pub mod digest;
+pub mod otlp;
+
+#[cfg(feature = "python")]
+mod decode;
 
 #[cfg(feature = "python")]
 mod python {
@@ -14,7 +19,7 @@ mod python {
     use pyo3::types::{PyBytes, PyString};
 
     /// Bumped whenever the Python-facing signatures change: native.py checks it.
-    const ABI: u32 = 1;
+    const ABI: u32 = 2;
 
     /// Keys to drop at every depth, converted once per set.
     #[pyclass(frozen, module = "otel_loopguard_native")]
@@ -140,6 +145,7 @@ mod python {
         m.add_class::<Key>()?;
         m.add_class::<Prefix>()?;
         m.add_function(wrap_pyfunction!(canonical, m)?)?;
+        super::decode::register(m)?;
         Ok(())
     }
 }

@@ -31,7 +31,7 @@ from .canonical import (
 log = logging.getLogger(__name__)
 
 PURE_ENV = "OTEL_LOOPGUARD_PURE_PYTHON"
-_ABI = 1  # the signatures this module calls: otel_loopguard_native.ABI must match
+_ABI = 2  # the signatures this module calls: otel_loopguard_native.ABI must match
 
 
 def _load() -> Any:
@@ -51,6 +51,12 @@ def _load() -> Any:
 _module = _load()
 AVAILABLE: bool = _module is not None
 PATH: str = "native" if AVAILABLE else "python"
+
+
+def module() -> Any:
+    """The Rust module when in use, else None: for the module's other users (the receiver's
+    decode, receiver/decode_native.py), so this stays the one place that chooses."""
+    return _module
 
 _NAMES = ((1, OPAQUE_TEXT), (2, DOUBLE_ENCODED), (4, DUPLICATE_KEYS), (8, NON_FINITE), (16, TOO_DEEP),
           (32, TOO_LARGE))

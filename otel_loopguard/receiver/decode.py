@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
@@ -130,7 +130,17 @@ class DecodedRequest:
 
 def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None) -> DecodedRequest:
     """Decode request bytes; raises DecodeError for bytes that are not a request, and
-    TooManySpans (counted before any span is read) for one of more than `max_spans`."""
+    TooManySpans (counted before any span is read) for one of more than `max_spans`. The
+    native decoder (decode_native.py) answers when the Rust module is in use, else
+    decode_python, the reference: the same records, errors and messages."""
+    if _native is not None and data.__class__ is bytes:
+        return _native(data, run_id_attribute, max_spans)
+    return decode_python(data, run_id_attribute, max_spans)
+
+
+def decode_python(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None
+                  ) -> DecodedRequest:
+    """decode() on protobuf's parser: the reference the native decoder is held to."""
     request = LiteRequest.FromString(data)
     if max_spans is not None:
         count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
@@ -215,26 +225,33 @@ def _full_attributes(raw: bytes) -> dict[str, Any]:
 
 
 def _guard_events(events: Any) -> Optional[list[GuardEvent]]:
-    """Guard decisions recorded as span events (docs/guard.md); None when there are none."""
+    return guard_events((event.time_unix_nano, attributes(event.attributes)) for event in events
+                        if event.name == DECISION_EVENT)
+
+
+def guard_events(decisions: Iterable[tuple[int, dict[str, Any]]]) -> Optional[list[GuardEvent]]:
+    """Guard decisions recorded as span events (docs/guard.md), from the (time, attributes)
+    of the span's events named loopguard.decision; None when there are none."""
     out = []
-    for event in events:
-        if event.name != DECISION_EVENT:
-            continue
-        e = attributes(event.attributes)
+    for time_ns, e in decisions:
         if e.get("loopguard.decision") in ("deny", "would_block") and "loopguard.dispatched" in e:
             kind, tool = e.get("loopguard.finding.kind"), e.get("loopguard.tool.name")
-            out.append(GuardEvent(time_ns=event.time_unix_nano, kind=str(kind) if kind else None,
+            out.append(GuardEvent(time_ns=time_ns, kind=str(kind) if kind else None,
                                   dispatched=bool(e["loopguard.dispatched"]), tool=str(tool) if tool else None))
     return out or None
 
 
 def _why(span: Any) -> str:
-    name = span.name
-    if len(span.trace_id) != 16 or span.trace_id == _ZERO_TRACE:
-        return f"span {name!r}: trace_id must be 16 non-zero bytes (got {len(span.trace_id)})"
-    if len(span.span_id) != 8 or span.span_id == _ZERO_SPAN:
-        return f"span {name!r}: span_id must be 8 non-zero bytes (got {len(span.span_id)})"
-    return f"span {name!r}: parent_span_id must be empty or 8 bytes (got {len(span.parent_span_id)})"
+    return rejected_because(span.name, span.trace_id, span.span_id, span.parent_span_id)
+
+
+def rejected_because(name: str, trace_id: bytes, span_id: bytes, parent: bytes) -> str:
+    """Why a span with these ids is rejected."""
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE:
+        return f"span {name!r}: trace_id must be 16 non-zero bytes (got {len(trace_id)})"
+    if len(span_id) != 8 or span_id == _ZERO_SPAN:
+        return f"span {name!r}: span_id must be 8 non-zero bytes (got {len(span_id)})"
+    return f"span {name!r}: parent_span_id must be empty or 8 bytes (got {len(parent)})"
 
 
 def _plan_of(attrs: Any) -> Optional[tuple[str, ...]]:
@@ -309,6 +326,26 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     values = _values(attrs, plan + extra if extra else plan)
     if _is_command(values):
         values.update(_values(attrs, _LANGGRAPH_KEYS))
+    judge(d, name, status, values, run_attr)
+
+
+def finish(d: Decoded, name: str, status: int, values: Optional[dict[str, Any]],
+           decisions: Optional[list[tuple[int, dict[str, Any]]]], run_values: dict[str, Any],
+           run_attr: Optional[str]) -> None:
+    """_read_span's steps after the reading, for a span the native decoder read: `values` are
+    its plan's (None without a plan), `decisions` its loopguard.decision events' (time,
+    attributes) (None without any), `run_values` the run id attributes' when it has some."""
+    own = _own(name)
+    if decisions is not None and not own:
+        d.guards = guard_events(decisions)
+        if d.guards:
+            d.run_id = run_id_of(run_values, d.trace_id, run_attr)
+    if values is not None and not own:
+        judge(d, name, status, values, run_attr)
+
+
+def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: Optional[str]) -> None:
+    """What the conventions make of a span's plan values: a call, a model call, an agent, run facts."""
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
@@ -324,3 +361,34 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
                             model=found.model, end_ns=d.end)
     if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
         d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
+
+
+def reading_plans() -> dict[str, Any]:
+    """The plans above as plain data, for the native decoder (decode_native.py): which spans
+    are read, and which of their attributes, is decided here alone."""
+    return {
+        "any_keys": list(_ANY_KEYS),
+        "markers": [(key, [(value, rank, list(plan)) for value, (rank, plan) in plans.items()])
+                    for key, plans in _MARKERS],
+        "tool_name": conv.TOOL_NAME,
+        "tagged_rank": _TAGGED_RANK,
+        "tagged_plan": list(_TAGGED_PLAN),
+        "facts_plan": list(_FACTS_PLAN),
+        "facts_keys": [conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE],
+        "result_keys": list(_RESULT_KEYS),
+        "result_prefixes": list(LANGGRAPH_HANDOFF.result_prefixes),
+        "langgraph_keys": list(_LANGGRAPH_KEYS),
+        "run_id_key": conv.RUN_ID,
+        "decision": DECISION_EVENT,
+    }
+
+
+def path() -> str:
+    """"native" when decode() takes the Rust module's decoder, else "python"."""
+    return "python" if _native is None else "native"
+
+
+# The native decoder when the Rust module is in use (decode_native.py: it builds on the names above).
+from .decode_native import load as _load_native  # noqa: E402
+
+_native = _load_native()
