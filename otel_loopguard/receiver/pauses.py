@@ -26,8 +26,8 @@ from typing import Callable
 
 _log = logging.getLogger("otel_loopguard.receiver")
 NEVER_ON_ITS_OWN = 1 << 30  # generation-1 passes before CPython would start a full one
-MIN_FULL_INTERVAL = 10.0  # seconds: an idle receiver does not walk its objects more often
-MAX_FULL_INTERVAL = 120.0  # seconds: a receiver never idle still gets a full pass this often
+MIN_FULL_INTERVAL = 30.0  # seconds: an idle receiver does not walk its objects more often
+MAX_FULL_INTERVAL = 300.0  # seconds: a receiver never idle still gets a full pass this often
 
 
 def take_over() -> None:
