@@ -357,7 +357,7 @@ class _Memory:
 
     def __post_init__(self) -> None:
         self.trimmer = trim.Trimmer(max(16 * MIB, self.budget.limit // 16))
-        self.collections = FullCollections(lambda: self.receiver.busy)
+        self.collections = FullCollections(lambda: self.receiver.quiet_for() >= pauses.QUIET_SECONDS)
 
     async def tick(self, metrics: Metrics) -> None:
         self.deduper.expire()
@@ -366,11 +366,12 @@ class _Memory:
         metrics.set_gauge("memory_estimate_bytes", estimate)
         metrics.set_gauge("dedupe_entries", len(self.deduper))
         metrics.set_gauge("dedupe_evictions_total", self.deduper.evictions)
-        self.collections.tick()
+        collected = self.collections.tick()
         due = self.trimmer.due(estimate)
-        if due == trim.SETTLED:  # the burst is over: what it cached goes too
+        if due == trim.SETTLED:  # the burst is over: what it cached goes too, its cycles when quiet
             trim.forget_caches(self.assembler.fingerprinter)
-        if due and trim.available():
+            self.collections.request()
+        if (due or collected) and trim.available():
             await asyncio.to_thread(trim.release_free_memory)  # ctypes lets go of the GIL meanwhile
             if due == trim.SETTLED:
                 self.assembler.repack(trim.copied)

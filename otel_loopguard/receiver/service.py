@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from typing import Any, Awaitable, Optional
 
@@ -91,10 +92,11 @@ class TraceReceiver:
         self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
         self._deliveries: set[asyncio.Future[Any]] = set()
         self.handling = 0  # requests between arrival and answer
+        self._arrived = time.monotonic()  # the last request's arrival
 
-    @property
-    def busy(self) -> bool:
-        return bool(self.handling or self._deliveries)
+    def quiet_for(self) -> float:
+        """Seconds since the last request arrived; 0 while one is in hand."""
+        return 0.0 if self.handling or self._deliveries else time.monotonic() - self._arrived
 
     def handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -117,6 +119,7 @@ class TraceReceiver:
                                     "retry shortly")
         held = [self._budget.reserve(len(data))]
         self.handling += 1
+        self._arrived = time.monotonic()
         try:
             return await self._export(data, context, held)
         finally:
@@ -140,11 +143,13 @@ class TraceReceiver:
         fresh, dropped = classified
         if self._queue is not None:
             await self._shielded(self._enqueue(data, decoded, fresh, dropped, keys))
+            _free_later(data, decoded.spans, fresh, dropped)
             return _response(decoded.rejected, _NOTHING_REFUSED)
         # Shielded: a sender whose deadline passes mid-forward cancels this handler, but the
         # downstream may already hold the spans. They are remembered and judged all the same,
         # so the sender's retry is a duplicate, not a second delivery.
         downstream = await self._shielded(self._deliver(data, decoded, fresh, dropped, keys))
+        _free_later(data, decoded.spans, fresh, dropped)
         if downstream.status != SENT:
             await self._refuse(downstream, context)
         return _response(decoded.rejected, downstream)
@@ -333,6 +338,21 @@ def parse_request(data: bytes, run_id_attribute: Optional[str], max_spans: Optio
     if len(data) >= LARGE_REQUEST_BYTES:
         return decode_in_pieces(data, run_id_attribute, max_spans)
     return decode(data, run_id_attribute, max_spans)
+
+
+def _free_later(data: bytes, *records: list[Any]) -> None:
+    """A large request's records, freed a piece at a time on the event loop once its handler
+    is done with them: freed at once as it returned, 100,000 spans' records held up every
+    sender for about 0.1 s (docs/reliability.md, "One huge request")."""
+    if len(data) >= LARGE_REQUEST_BYTES:
+        asyncio.get_running_loop().call_soon(_free_in_pieces, records)
+
+
+def _free_in_pieces(records: tuple[list[Any], ...]) -> None:
+    for items in records:
+        del items[:PIECE_SPANS]
+    if any(records):
+        asyncio.get_running_loop().call_soon(_free_in_pieces, records)
 
 
 def retry_trailers(seconds: float, message: str) -> tuple[tuple[str, bytes], ...]:

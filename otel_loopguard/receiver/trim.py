@@ -14,7 +14,7 @@ bounded side tables, is memory the allocators keep for reuse:
   back after a burst.
 So after a burst (`Trimmer`) the receiver empties its caches whose entries were made all
 through it (the digest memo, the OTLP encoding caches: they refill within a few requests),
-collects garbage and trims; then copies the keys of the one side table that keeps an entry
+trims, and has the garbage collected at the next quiet moment (then trims again); it copies the keys of the one side table that keeps an entry
 per run for good (where its numbering stopped) so they lie together, and trims again. Only
 where the C library has malloc_trim (glibc) does the trim do anything; and there `serve`
 started from the command line runs under `PYTHONMALLOC=malloc` unless PYTHONMALLOC is set
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import logging
 import os
 import sys
@@ -85,12 +84,12 @@ def copied(text: str) -> str:
 
 
 def forget_caches(fingerprinter: Fingerprinter) -> None:
-    """Empty the caches a burst filled (on the event loop's thread: they are not locked), then
-    collect the garbage, so that what a trim can give back is free."""
+    """Empty the caches a burst filled (on the event loop's thread: they are not locked). The
+    full garbage collection that frees what they held in cycles comes at the next quiet
+    moment (pauses.py: it stops every sender while it walks), followed by another trim."""
     fingerprinter.forget_memo()
     spans.forget_cached()
     wire.forget_cached()
-    gc.collect()
 
 
 class Trimmer:

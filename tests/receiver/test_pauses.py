@@ -34,34 +34,46 @@ class Cycle:
 
 
 def test_nothing_is_collected_unless_serve_took_the_collector_over(collector: None) -> None:
-    clock, busy = Clock(), [False]
-    full = pauses.FullCollections(lambda: busy[0], clock)
+    clock, quiet = Clock(), [True]
+    full = pauses.FullCollections(lambda: quiet[0], clock)
     clock.now += pauses.MAX_FULL_INTERVAL
-    assert not pauses.taken_over() and not full.due() and full.tick() == 0
+    full.request()
+    assert not pauses.taken_over() and not full.due() and not full.tick()
 
 
 def test_full_collections_wait_for_a_quiet_moment_but_not_forever(collector: None) -> None:
     pauses.take_over()
     assert pauses.taken_over() and gc.get_threshold()[2] == pauses.NEVER_ON_ITS_OWN
-    clock, busy = Clock(), [True]
-    full = pauses.FullCollections(lambda: busy[0], clock)
+    clock, quiet = Clock(), [False]
+    full = pauses.FullCollections(lambda: quiet[0], clock)
     clock.now += pauses.MIN_FULL_INTERVAL
-    assert not full.due()  # a request is being handled: not now
-    busy[0] = False
+    assert not full.due()  # a sender is being served: not now
+    quiet[0] = True
     assert full.due()
     clock.now += pauses.MIN_FULL_INTERVAL / 2
-    busy[0] = True
+    quiet[0] = False
     clock.now += pauses.MAX_FULL_INTERVAL - pauses.MIN_FULL_INTERVAL
-    assert full.due()  # busy all along: once the longest interval has passed, all the same
+    assert full.due()  # never quiet: once the longest interval has passed, all the same
     garbage = Cycle()
     gone = weakref.ref(garbage)
     del garbage
     assert gone() is not None  # a cycle: reference counting alone never frees it
-    assert full.tick() >= 1 and gone() is None and full.passes == 1
+    assert full.tick() and gone() is None and full.passes == 1
     assert not full.due()  # the interval starts again
-    busy[0] = False
+    quiet[0] = True
     clock.now += pauses.MIN_FULL_INTERVAL - 1
     assert not full.due()
+
+
+def test_after_a_burst_a_pass_comes_at_the_next_quiet_moment(collector: None) -> None:
+    pauses.take_over()
+    clock, quiet = Clock(), [False]
+    full = pauses.FullCollections(lambda: quiet[0], clock)
+    full.request()
+    assert not full.due()  # asked, but senders are being served
+    quiet[0] = True
+    assert full.due() and full.tick()
+    assert not full.due()  # done: not asked again
 
 
 def test_the_young_generations_still_collect_on_their_own(collector: None) -> None:
