@@ -12,8 +12,9 @@ and runs the full ones itself: on a tick when no request is in hand and none arr
 QUIET_SECONDS (at most every MIN_FULL_INTERVAL seconds, or as soon as asked after a burst),
 and at the latest every MAX_FULL_INTERVAL seconds, busy or not, so cycles that did reach
 the oldest generation are still freed. Under a steady sender there is no quiet moment: its
-requests wait for that one pass, as they would for CPython's own. Objects made at start (modules, the policy, the server) are
-frozen out of every collection: they live as long as the process.
+requests wait for that one pass, as they would for CPython's own. Objects made before the
+server starts (modules, their constants) are frozen out of every collection: they live as
+long as the process.
 
 Only the `serve` command calls `take_over()`; a receiver started inside another program
 (tests, an app embedding it) leaves that program's collector alone.

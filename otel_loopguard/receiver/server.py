@@ -411,8 +411,10 @@ async def run_until_signal(config: ReceiverConfig) -> None:
     # SERVING) before start() returns. A SIGHUP that early has nothing to reload yet.
     with contextlib.suppress(NotImplementedError, AttributeError):  # no SIGHUP on Windows
         loop.add_signal_handler(signal.SIGHUP, _reload_all, started)
+    # A dedicated process: full collections only when no sender waits on them. Before start():
+    # what it restores from a state directory (open runs) must stay collectable, not frozen.
+    pauses.take_over()
     started.append(await start(config))
-    pauses.take_over()  # a dedicated process: full collections only when no sender waits on them
     await stop.wait()
     _log.info("shutting down: completing open runs and flushing findings")
     await started[0].stop()
