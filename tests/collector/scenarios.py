@@ -72,7 +72,7 @@ def receivers(n: int, logdir: Path, args: Sequence[str], findings_to: Optional[i
     """n receivers with a metrics endpoint each (not started: the Collector config needs their addresses
     first), serving TLS with a token when given `secrets`, as the configs' commands show."""
     extra = secrets.serve_args() if secrets else []
-    return [ReceiverProcess([*args, *extra, "--metrics-listen", f"127.0.0.1:{free_port()}", "--root-grace-seconds", "1"],
+    return [ReceiverProcess(["--root-grace-seconds", "1", *args, *extra, "--metrics-listen", f"127.0.0.1:{free_port()}"],
                             receiver_env(findings_to), logdir, ca=secrets.ca if secrets else None) for _ in range(n)]
 
 
