@@ -35,7 +35,8 @@ except ImportError:  # run from a checkout without installing
 
 from otel_loopguard.calls import Evidence, RawCall, ToolCall
 from otel_loopguard.detect.run import Run
-from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
 from otel_loopguard.policy import Policy, policy_from_mapping
 
 SIZES = (1_000, 10_000, 100_000)

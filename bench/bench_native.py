@@ -36,9 +36,10 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter
-from otel_loopguard.fingerprint import canonical as canon
-from otel_loopguard.fingerprint import native
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon import canonical as canon
+from otel_loopguard.canon import rust as native
 from otel_loopguard.policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -51,7 +51,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver.assembly import RunAssembler

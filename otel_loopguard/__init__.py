@@ -1,7 +1,7 @@
 """otel-loopguard: catch AI agents stuck in tool-call loops, from OpenTelemetry spans.
 
-The pure core (fingerprint, policy, progress, detect, findings, score,
-conventions) imports nothing from gRPC or the OpenTelemetry SDK; the audit CLI
+The pure core (canon, policy, conventions, progress, findings, detect, fingerprint,
+score) imports nothing from gRPC or the OpenTelemetry SDK; the audit CLI
 is a thin shell around it. See docs/architecture.md.
 """
 
@@ -35,22 +35,9 @@ def record_termination(reason: str, *, terminal_response: bool = True) -> None:
 
     Reasons: final_answer, loop_guard, turn_limit, budget, deadline, tool_error, cancelled.
     """
-    from opentelemetry import trace
+    from .enforce.termination import record_termination as _record
 
-    from .calls import TERMINATION_REASONS
-
-    if reason not in TERMINATION_REASONS:
-        raise ValueError(f"termination reason must be one of {', '.join(TERMINATION_REASONS)}, got {reason!r}")
-    span = trace.get_current_span()
-    if not span.get_span_context().is_valid:  # outside any span the facts would vanish
-        import logging
-
-        logging.getLogger(__name__).warning(
-            "record_termination(%r): no span is current, so nothing is recorded; call it inside "
-            "the run's span (e.g. the agent's root span) before it ends", reason)
-        return
-    span.set_attribute("loopguard.termination_reason", reason)
-    span.set_attribute("loopguard.terminal_response", terminal_response)
+    _record(reason, terminal_response=terminal_response)
 
 
 def set_mode(mode: str) -> None:

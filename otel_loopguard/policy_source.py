@@ -21,8 +21,9 @@ import time
 import weakref
 from typing import Callable, Optional
 
+from .canon import DigestKey
 from .errors import LoopguardError, PolicyError
-from .fingerprint import DigestKey, Fingerprinter
+from .fingerprint import Fingerprinter
 from .policy import check_replacement, load_policy
 from .watched import file_stamp
 

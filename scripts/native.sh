@@ -2,7 +2,7 @@
 # Build the optional Rust module (native/: the canonical form and keyed digest of JSON payloads,
 # and the receiver's decode of OTLP requests)
 # into the virtualenv when cargo is present; without cargo, say that the Python path is used.
-# The package works the same either way (otel_loopguard/fingerprint/native.py picks the path).
+# The package works the same either way (otel_loopguard/native.py picks the path).
 #
 #   bash scripts/native.sh            build (or reuse) the wheel and install it into $VENV (.venv)
 #   bash scripts/native.sh --status   one line when nothing is to do (exit 0), else exit 1
@@ -73,7 +73,7 @@ else
 fi
 talking "installing the native wheel" "$venv/bin/python" -m pip install --progress-bar off --no-deps \
   --force-reinstall "$wheel" || give_up "installing the wheel"
-"$venv/bin/python" -c 'from otel_loopguard.fingerprint import native; assert native.AVAILABLE' \
+"$venv/bin/python" -c 'from otel_loopguard import native; assert native.AVAILABLE' \
   || give_up "importing the module"
 echo "$key" > "$stamp"
 say "native module installed: the native path is used (OTEL_LOOPGUARD_PURE_PYTHON=1 forces the Python path)"

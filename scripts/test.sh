@@ -41,7 +41,7 @@ else
 fi
 # The fingerprint path the suite runs on (setup.sh built the Rust module if cargo is present;
 # OTEL_LOOPGUARD_PURE_PYTHON=1 runs it on the Python path).
-say "fingerprint path: $(.venv/bin/python -c 'from otel_loopguard.fingerprint import native; print(native.PATH)')"
+say "fingerprint path: $(.venv/bin/python -c 'from otel_loopguard import native; print(native.PATH)')"
 # Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
 # up to a minute), a line every 8 s names it (scripts/talk.sh).
 say "step 6/6: the test suite (pytest -v)"
@@ -53,7 +53,7 @@ say "pytest exit status $status"
 # path, the reference, runs the suite again, all of it but the folders of real processes
 # (Collector, Jaeger, Phoenix, framework agents, restarts: 8 of the 14 minutes), which would
 # take CI past 30 minutes; they judge with the same code the in-process tests run.
-if [ "$(.venv/bin/python -c 'from otel_loopguard.fingerprint import native; print(native.AVAILABLE)')" = True ]; then
+if [ "$(.venv/bin/python -c 'from otel_loopguard import native; print(native.AVAILABLE)')" = True ]; then
   say "the suite again on the Python path (OTEL_LOOPGUARD_PURE_PYTHON=1), without the real-process folders"
   OTEL_LOOPGUARD_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/collector \
     --ignore=tests/reliability --ignore=tests/e2e --ignore=tests/frameworks --ignore=tests/test_setup_scripts.py \

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_loopguard"
-CORE = ("fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "policy_source.py", "watched.py", "version.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
+CORE = ("canon", "native.py", "fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "policy_source.py", "watched.py", "version.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
 FORBIDDEN = ("grpc", "opentelemetry", "google.protobuf")
 
 
@@ -66,59 +66,184 @@ def test_the_version_module_says_what_pyproject_says() -> None:
     assert __version__ == project["version"]
 
 
-# -- the canonical form sits below the policy ----------------------------------------------------
-_BELOW_POLICY = ("fingerprint/canonical.py", "fingerprint/keys.py", "fingerprint/native.py")
+# -- one ordered list of layers -------------------------------------------------------------------
+# Bottom first. A unit (a module or a package, named from the package root; "" is the root's
+# own __init__) may import from units of lower layers and from itself, never from a unit of its
+# own layer or above: a back-arrow fails. Every module of the package belongs to one unit.
+# Imports are counted wherever they stand (inside functions, under TYPE_CHECKING, relative or
+# absolute): a late import that dodges a cycle is still an arrow.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("version", "errors", "calls", "bounded", "paths", "killswitch", "watched", "local_receivers", "native",
+     "render"),
+    ("canon", "mode"),
+    ("policy", "conventions"),
+    ("progress", "otlp"),
+    ("findings",),
+    ("detect", "fingerprint"),
+    ("score", "policy_source"),
+    ("processor",),
+    ("enforce",),
+    ("",),
+    ("audit",),
+    ("calibrate", "receiver"),
+    ("demo",),
+    ("cli",),
+)
+# Packages whose own folders are layered too, bottom first (same rule, inside the package).
+ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {}
 
 
-def _relative_imports(path: Path) -> list[tuple[int, str]]:
-    """(level, module) of each relative import, wherever it sits (`from . import x`: x)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [(n.level, n.module or a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level
-            for a in (n.names if n.module is None else n.names[:1])]
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("name", _BELOW_POLICY)
-def test_the_modules_below_the_policy_import_nothing_above_it(name: str) -> None:
-    """canonical.py imports no module of the package; keys.py and native.py only each other,
-    canonical.py and errors.py."""
-    allowed = {(1, "canonical"), (1, "native"), (2, "errors")}
-    imports = _relative_imports(PACKAGE / name)
-    assert [i for i in imports if i not in allowed] == [], name
-    if name.endswith("canonical.py"):
-        assert imports == []
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(package.rglob("*.py"))}
 
 
-def test_importing_the_canonical_form_imports_no_policy() -> None:
+def _arrows(path: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules this file imports (names relative to the package root)."""
+    here = _module_name(path).split(".") if _module_name(path) else []
+    package = here if path.name == "__init__.py" else here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+            elif node.module and (node.module + ".").startswith("otel_loopguard."):
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                target = ".".join([*base, alias.name])
+                out.add(target if target in known else ".".join(base))
+        elif isinstance(node, ast.Import):
+            out |= {".".join(a.name.split(".")[1:]) for a in node.names if (a.name + ".").startswith("otel_loopguard.")}
+    return {t for t in out if t in known and t != _module_name(path)}
+
+
+def _unit(module: str, units: list[str]) -> str | None:
+    """The unit holding `module`: the longest unit name it is, or sits under ("" only itself)."""
+    inside = [u for u in units if module == u or (u and module.startswith(u + "."))]
+    return max(inside, key=len) if inside else None
+
+
+def _back_arrows(modules: dict[str, Path], layers: tuple[tuple[str, ...], ...], prefix: str = "") -> list[str]:
+    level = {f"{prefix}{u}" if u else prefix.rstrip("."): n for n, layer in enumerate(layers) for u in layer}
+    units = list(level)
+    bad = []
+    for module, path in modules.items():
+        mine = _unit(module, units)
+        if mine is None:
+            continue
+        for target in _arrows(path, modules):
+            theirs = _unit(target, units)
+            if theirs is not None and theirs != mine and level[theirs] >= level[mine]:
+                bad.append(f"{module} -> {target} ({mine or 'the root'} may not import {theirs or 'the root'})")
+    return sorted(bad)
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    units = [u for layer in LAYERS for u in layer]
+    assert len(units) == len(set(units))
+    assert [m for m in _modules() if _unit(m, units) is None] == []
+    for package, rooms in ROOMS.items():
+        inner = [f"{package}.{u}" for layer in rooms for u in layer]
+        lost = [m for m in _modules() if m.startswith(package + ".") and _unit(m, inner) is None]
+        assert lost == [], f"{package}: modules in no room: {lost}"
+
+
+def test_no_module_imports_from_its_own_layer_or_above() -> None:
+    assert _back_arrows(_modules(), LAYERS) == []
+
+
+@pytest.mark.parametrize("package", sorted(ROOMS))
+def test_no_room_imports_from_its_own_layer_or_above(package: str) -> None:
+    inside = {m: p for m, p in _modules().items() if m.startswith(package + ".")}
+    assert _back_arrows(inside, ROOMS[package], prefix=package + ".") == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_no_import_cycle_anywhere() -> None:
+    modules = _modules()
+    graph = {m: {t for t in _arrows(p, modules) if t != ""} for m, p in modules.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_layer_checks_see_a_back_arrow_and_a_cycle(tmp_path: Path) -> None:
+    """Negative control: a relative import from the core up into the receiver, and two modules
+    that import each other, are both caught."""
+    package = tmp_path / "otel_loopguard"
+    for name, text in {"__init__.py": "", "detect/__init__.py": "", "receiver/__init__.py": "",
+                       "detect/run.py": "from ..receiver import server\n",
+                       "receiver/server.py": "from . import dedupe\n", "receiver/dedupe.py": "from .server import x\n"}.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, package
+    try:
+        modules = _modules(package)
+        assert _back_arrows(modules, (("detect",), ("receiver",))) == [
+            "detect.run -> receiver.server (detect may not import receiver)"]
+        graph = {m: {t for t in _arrows(p, modules) if t != ""} for m, p in modules.items()}
+        assert _cycles(graph) == [["receiver.dedupe", "receiver.server"]]
+    finally:
+        PACKAGE = saved
+
+
+def test_the_canonical_form_imports_no_policy() -> None:
+    """The canonical form is the bottom of the pipeline: loading it loads no policy, progress or
+    fingerprinter (policy/load.py hashes its own content with it)."""
     import subprocess
     import sys
 
-    code = ("import sys, otel_loopguard.fingerprint.canonical\n"
+    code = ("import sys, otel_loopguard.canon.canonical\n"
             "print(sorted(m for m in sys.modules if m.startswith(('otel_loopguard.policy', "
-            "'otel_loopguard.progress', 'otel_loopguard.fingerprint.fingerprinter'))))")
+            "'otel_loopguard.progress', 'otel_loopguard.fingerprint'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
-
-
-def test_the_policy_imports_the_canonical_form_at_the_top_not_late() -> None:
-    """No function-level import of fingerprint/ in policy/: a late import there meant the
-    canonical form sat above the policy."""
-    for path in sorted((PACKAGE / "policy").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = {id(n) for n in tree.body}
-        late = [n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top
-                and "fingerprint" in (getattr(n, "module", None) or "")]
-        assert late == [], f"{path.name}: {late}"
-    assert (2, "fingerprint.canonical") in _relative_imports(PACKAGE / "policy" / "load.py")
-
-
-def test_the_package_names_of_fingerprint_resolve_in_any_import_order() -> None:
-    import subprocess
-    import sys
-
-    for first in ("otel_loopguard.policy", "otel_loopguard.fingerprint.canonical", "otel_loopguard.progress"):
-        code = (f"import {first}\nfrom otel_loopguard.fingerprint import *\n"
-                "from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, fingerprint_finished\n")
-        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 # -- no core module reads a private field of another library -------------------------------------

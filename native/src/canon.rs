@@ -1,4 +1,4 @@
-//! Canonical text of JSON payloads, byte for byte what `otel_loopguard/fingerprint/canonical.py`
+//! Canonical text of JSON payloads, byte for byte what `otel_loopguard/canon/canonical.py`
 //! gives (`parse` then `serialise`) for text input. The Python module is the reference: its rules
 //! are the standard library's `json` reading (strict, hooks for duplicate keys and NaN) and
 //! writing (sorted keys, compact, no ASCII escaping, `float.__repr__`). Everything here is safe

@@ -1,4 +1,4 @@
-//! HMAC-SHA256 truncated to 128 bits, as `otel_loopguard/fingerprint/keys.py` computes it,
+//! HMAC-SHA256 truncated to 128 bits, as `otel_loopguard/canon/keys.py` computes it,
 //! with the state after a message prefix kept (one per domain and tool).
 #![deny(unsafe_code)]
 

@@ -1,5 +1,5 @@
 //! otel_loopguard_native: the canonical form and keyed digest of JSON payloads, in Rust.
-//! The Python module `otel_loopguard/fingerprint/canonical.py` is the reference; this one must
+//! The Python module `otel_loopguard/canon/canonical.py` is the reference; this one must
 //! give the same bytes, flags and digests (tests/native/). Pure logic is in `canon` and
 //! `digest` (safe Rust); this file is only the PyO3 glue. `otlp` reads an OTLP trace request
 //! for the receiver (the reference: `otel_loopguard/receiver/decode.py`); its glue is `decode`.

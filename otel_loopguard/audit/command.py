@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Optional, TextIO
 
+from ..canon import load_key
 from ..errors import LoopguardError
-from ..fingerprint import Fingerprinter, load_key
+from ..fingerprint import Fingerprinter
 from ..policy import load_policy
 from ..score import RunReport, judge
 from .inputs import read_inputs

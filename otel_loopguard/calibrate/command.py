@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from ..audit.inputs import read_inputs
+from ..canon import load_key
 from ..errors import LoopguardError
-from ..fingerprint import Fingerprinter, load_key
+from ..fingerprint import Fingerprinter
 from ..policy import load_policy, read_policy_data
 from ..score import prepare
 from .calibration import Calibration, calibrate

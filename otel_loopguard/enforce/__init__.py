@@ -43,7 +43,7 @@ class ToolGuard(Guard):
         tool-free model turn (tools disabled through the provider's setting), its result is
         returned as the partial result, and `loop_guard` is recorded as the run's ending on the
         current span (call it inside the run's span)."""
-        from .. import record_termination
+        from .termination import record_termination
 
         result = answer(WRAP_UP)
         record_termination("loop_guard")
@@ -63,7 +63,7 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
     `mode` ("enforce" or "observe"), else OTEL_LOOPGUARD_MODE, else install(mode=...), else
     enforce; asked again at every check (mode.py). `enforce=True|False` is the older spelling
     of an explicit mode."""
-    from ..fingerprint import load_key
+    from ..canon import load_key
     from ..policy_source import PolicySource
     from ..processor.config import resolve  # the variables read exactly as install() reads them
 

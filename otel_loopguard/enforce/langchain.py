@@ -69,12 +69,12 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from opentelemetry import trace
 
-from .. import record_termination
 from ..bounded import BoundedMap
 from ..conventions.handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
 from ..conventions.spec import LANGGRAPH_HANDOFF
 from .decorator import nudge, record_decision, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
+from .termination import record_termination
 
 ToolResult = Union[ToolMessage, Command, Any]
 RunIdFn = Callable[[ToolCallRequest], Optional[str]]

@@ -56,6 +56,7 @@ from ..bounded import BoundedMap
 from ..conventions.handoffs import TO, handoff_arguments, handoff_name
 from .decorator import nudge, record_decision, run_scope, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
+from .termination import record_termination
 
 _log = logging.getLogger("otel_loopguard.enforce")
 NAME = "otel_loopguard"
@@ -274,7 +275,6 @@ async def run_guarded(guard: Guard, agent: Agent[Any], input: Any, **runner_kwar
     more model turn with tools disabled (`tool_choice="none"`) and the wrap-up instruction
     answers, that answer is the partial result, and `loop_guard` is recorded as the run's
     ending on the current span (call it inside the run's span)."""
-    from .. import record_termination
 
     guard_agent(guard, agent, end_on_stop=True)
     result = await Runner.run(agent, input, **runner_kwargs)

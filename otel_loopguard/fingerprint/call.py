@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..calls import RawCall, ToolCall
+from ..canon.canonical import NO_FLAGS
 from ..progress import extract
 from ..progress.evidence import NO_EVIDENCE
-from .canonical import NO_FLAGS
 from .fingerprinter import Fingerprinter
 
 

@@ -10,13 +10,13 @@ import json
 from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Optional
 
-from ..policy import Policy, ToolRule
-from .canonical import NO_FLAGS, PROSE, Parsed, parse, serialise
-from .fast import orjson_canonical, orjson_flat, parse_and_serialise
-from . import native
-from .keys import DigestKey
-from .volatile import Masker
+from ..canon import rust as native
+from ..canon.canonical import NO_FLAGS, PROSE, Parsed, parse, serialise
+from ..canon.fast import orjson_canonical, orjson_flat, parse_and_serialise
+from ..canon.keys import DigestKey
+from ..canon.volatile import Masker
 from ..paths import get_path, without_paths
+from ..policy import Policy, ToolRule
 
 
 _NO_KEYS: frozenset[str] = frozenset()
@@ -191,7 +191,7 @@ class Fingerprinter:
         return self._json_digest("result", "", masked), exact
 
     def _native_action(self, tool: str, arguments: Any, identity: str) -> Optional[tuple[str, frozenset[str]]]:
-        """(digest, flags) of text arguments through the Rust module (fingerprint/native.py),
+        """(digest, flags) of text arguments through the Rust module (canon/rust.py),
         equal to `action_parts`; None when it is absent or the input is not text."""
         prefix = self._native_prefix("action", tool)
         if prefix is None:

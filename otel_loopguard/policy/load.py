@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional
 
 from ..errors import PolicyError
-from ..fingerprint.canonical import canonicalize
+from ..canon.canonical import canonicalize
 from .model import (
     CycleRule,
     Policy,

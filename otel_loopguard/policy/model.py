@@ -130,7 +130,7 @@ class Policy:
     prices: Mapping[str, Price] = field(default_factory=lambda: MappingProxyType({}))
     result_volatile_fields: frozenset[str] = DEFAULT_RESULT_VOLATILE
     # Values shaped like generated ids or clock readings are masked before the result digest
-    # (fingerprint/volatile.py): two results of one action differing only in them are one.
+    # (canon/volatile.py): two results of one action differing only in them are one.
     volatile_values: bool = True
     max_depth: int = 64
     max_bytes: int = 256 * 1024

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from .. import local_receivers
 from ..errors import LoopguardError
-from ..fingerprint import load_key
+from ..canon import load_key
 from ..mode import note_installed
 from ..policy_source import PolicySource
 from .config import ProcessorConfig, resolve

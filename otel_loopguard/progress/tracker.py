@@ -5,7 +5,7 @@ action showed before: a version above the highest seen, a state different from
 the last one, previously unseen item ids, fewer validation errors than ever. Without a
 declared rule, a result digest never seen before in the run is the progress; a result that
 differs from an earlier answer of the same action only in id- or time-shaped values (a
-fresh message id, a fetch time) is not new (fingerprint/volatile.py).
+fresh message id, a fetch time) is not new (canon/volatile.py).
 Output size is never a signal.
 """
 

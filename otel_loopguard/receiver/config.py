@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional
 from urllib.parse import unquote, urlsplit
 
 from ..errors import LoopguardError
-from ..fingerprint.keys import ENV_KEY, ENV_KEY_FILE
+from ..canon.keys import ENV_KEY, ENV_KEY_FILE
 
 
 class ConfigError(LoopguardError):

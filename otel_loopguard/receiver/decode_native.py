@@ -8,7 +8,7 @@ times, content id) without Python. For the few spans that carry a marker, a tagg
 run facts or guard decisions, it hands over the attribute values decode.py's plan names, and
 decode.finish makes of them what _read_span does (the conventions stay in one place).
 
-The module is chosen by fingerprint/native.py (OTEL_LOOPGUARD_PURE_PYTHON=1 forces Python);
+The module is chosen by native.py (OTEL_LOOPGUARD_PURE_PYTHON=1 forces Python);
 without it `load()` gives None and decode.py's own path runs.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
 
-from ..fingerprint import native as chooser
+from ..native import module as native_module
 from ..otlp.lite import LiteRequest
 from . import decode as reference
 
@@ -70,7 +70,7 @@ def _unreadable(d: "reference.Decoded", content: int) -> None:
 
 def load() -> Optional[Decoder]:
     """The native decode() when the Rust module is in use, else None."""
-    module = chooser.module()
+    module = native_module()
     if module is None:
         return None
     return decoder(module)

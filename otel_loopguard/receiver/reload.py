@@ -18,8 +18,9 @@ import asyncio
 import logging
 from typing import Callable, Optional
 
+from ..canon import DigestKey
 from ..errors import LoopguardError
-from ..fingerprint import DigestKey, Fingerprinter
+from ..fingerprint import Fingerprinter
 from ..policy import Policy, check_replacement, load_policy
 from .assembly import RunAssembler
 from .config import ReceiverConfig

@@ -19,7 +19,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from .. import local_receivers
-from ..fingerprint import Fingerprinter, load_key
+from ..canon import load_key
+from ..fingerprint import Fingerprinter
 from ..policy import load_policy
 from . import pauses, trim
 from .assembly import RunAssembler

@@ -18,7 +18,8 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_loopguard.calls import GuardEvent, ModelCall, RawCall
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import Policy, policy_from_mapping
 from otel_loopguard.receiver import assembly, trim

@@ -8,7 +8,8 @@ import pytest
 from otel_loopguard.audit import read_runs
 from otel_loopguard.calibrate.sweep import CURRENT, candidates, parse_sweep
 from otel_loopguard.errors import PolicyError
-from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
 from otel_loopguard.policy import Policy, policy_from_mapping
 
 from calibrate_helpers import EXAMPLES, OBSERVED, RUN_ATTR

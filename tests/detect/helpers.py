@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from otel_loopguard.calls import ModelCall, RawCall, ToolCall
 from otel_loopguard.detect import Run
 from otel_loopguard.findings import Finding
-from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
 from otel_loopguard.policy import Policy, policy_from_mapping
 from otel_loopguard.progress import Judgement
 

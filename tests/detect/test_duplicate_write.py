@@ -116,7 +116,8 @@ def test_redacted_spans_of_different_writes_are_not_duplicates() -> None:
     refunds must not share a write identity."""
     from otel_loopguard.calls import RawCall
     from otel_loopguard.detect import Run
-    from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call, load_key
+    from otel_loopguard.canon import load_key
+    from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
     from otel_loopguard.policy import policy_from_mapping
 
     policy = policy_from_mapping({"tools": {"issue_refund": {"idempotency_key": "key"}}})

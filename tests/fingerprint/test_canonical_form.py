@@ -1,4 +1,4 @@
-"""Canonical form of arguments and results (otel_loopguard.fingerprint.canonical).
+"""Canonical form of arguments and results (otel_loopguard.canon.canonical).
 
 Rules under test (seed 000, docs/fingerprints.md): JSON text is parsed, object
 keys are sorted, array order is kept, separators are compact, output is UTF-8
@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from otel_loopguard.fingerprint import Canonical, canonicalize
-from otel_loopguard.fingerprint.canonical import (
+from otel_loopguard.canon import Canonical, canonicalize
+from otel_loopguard.canon.canonical import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
     DOUBLE_ENCODED,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from otel_loopguard.fingerprint import canonicalize
-from otel_loopguard.fingerprint.canonical import (
+from otel_loopguard.canon import canonicalize
+from otel_loopguard.canon.canonical import (
     NON_FINITE,
     NON_JSON_VALUE,
     NON_STRING_KEYS,
@@ -162,7 +162,7 @@ def test_a_float_subclass_keeps_its_non_finite_flag() -> None:
 
 
 def test_json_text_of_objects_nested_past_the_text_limit_is_opaque() -> None:
-    from otel_loopguard.fingerprint.canonical import MAX_TEXT_DEPTH, OPAQUE_TEXT, parse
+    from otel_loopguard.canon.canonical import MAX_TEXT_DEPTH, OPAQUE_TEXT, parse
 
     deep = '{"a":' * (MAX_TEXT_DEPTH + 1) + "1" + "}" * (MAX_TEXT_DEPTH + 1)
     assert parse(deep).flags == {OPAQUE_TEXT, TOO_DEEP} and parse(deep).form == "text"
@@ -171,7 +171,7 @@ def test_json_text_of_objects_nested_past_the_text_limit_is_opaque() -> None:
 
 
 def test_only_json_whitespace_may_precede_json_text() -> None:
-    from otel_loopguard.fingerprint.canonical import PROSE, parse
+    from otel_loopguard.canon.canonical import PROSE, parse
 
     assert parse(' \t\n\r{"a": 1}').value == {"a": 1}
     # a no-break space is not JSON whitespace: prose, settled by its first character
@@ -180,7 +180,7 @@ def test_only_json_whitespace_may_precede_json_text() -> None:
 
 
 def test_a_json_string_holding_indented_json_is_parsed_twice() -> None:
-    from otel_loopguard.fingerprint.canonical import DOUBLE_ENCODED, parse
+    from otel_loopguard.canon.canonical import DOUBLE_ENCODED, parse
 
     p = parse(json.dumps(' \n{"b": 1, "a": 2}'))
     assert p.value == {"a": 2, "b": 1} and p.flags == {DOUBLE_ENCODED}

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import pytest
 
 from otel_loopguard.errors import KeyConfigError, LoopguardError
-from otel_loopguard.fingerprint import DigestKey, ephemeral_key, load_key
-from otel_loopguard.fingerprint import keys as keys_module
+from otel_loopguard.canon import DigestKey, ephemeral_key, load_key
+from otel_loopguard.canon import keys as keys_module
 
 SECRET = "s3cr3t-Key-Material-0123456789abcdef"
 SECRET_BYTES = SECRET.encode()
@@ -344,7 +344,7 @@ def test_digest_key_cannot_be_deep_copied() -> None:
 
 def test_a_key_pasted_into_the_key_file_setting_is_not_echoed(tmp_path, monkeypatch) -> None:
     from otel_loopguard.errors import KeyConfigError
-    from otel_loopguard.fingerprint import load_key
+    from otel_loopguard.canon import load_key
 
     secret = "hex:8f1c0a9b7d6e5f4a3b2c1d0e9f8a7b6c"
     with pytest.raises(KeyConfigError) as caught:

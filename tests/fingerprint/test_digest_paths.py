@@ -4,8 +4,9 @@ against a fixed answer, not only against the general path (which shares helpers)
 
 from __future__ import annotations
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter, canonicalize
-from otel_loopguard.fingerprint.canonical import OPAQUE_TEXT, TOO_DEEP, TOO_LARGE
+from otel_loopguard.canon import DigestKey, canonicalize
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon.canonical import OPAQUE_TEXT, TOO_DEEP, TOO_LARGE
 from otel_loopguard.policy import Policy, policy_from_mapping
 
 KEY = DigestKey(b"digest-paths-test-key-0123")

@@ -15,8 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import Canonical, DigestKey, Fingerprinter, canonicalize
-from otel_loopguard.fingerprint.canonical import (
+from otel_loopguard.canon import Canonical, DigestKey, canonicalize
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon.canonical import (
     DOUBLE_ENCODED,
     DUPLICATE_KEYS,
     NON_FINITE,
@@ -275,7 +276,8 @@ def test_tool_name_domain_and_form_separate_digests() -> None:
 
 _CHILD = r"""
 import json, sys
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import Policy
 payloads = json.loads(sys.stdin.read())
 payloads.append({"tags": {"alpha", "beta", "gamma", "delta", "epsilon"}})
@@ -324,7 +326,7 @@ def _run_child(env_extra: dict[str, str]) -> dict[str, Any]:
 def test_same_key_gives_same_digests_across_processes() -> None:
     secret = "cross-process-secret-value-0123456789"
     child = _run_child({"OTEL_LOOPGUARD_KEY": secret, "PYTHONHASHSEED": "12345"})
-    from otel_loopguard.fingerprint import load_key
+    from otel_loopguard.canon import load_key
 
     key = load_key({"OTEL_LOOPGUARD_KEY": secret})
     fp = Fingerprinter(key, Policy())

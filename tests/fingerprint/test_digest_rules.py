@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.fingerprint import fingerprinter as fpmod
 from otel_loopguard.policy import policy_from_mapping
 

@@ -1,9 +1,9 @@
 """The fast paths of fingerprinting give exactly what the general paths give.
 
 Digests are a public contract (CONTRACT.md): the shortcuts taken for speed (the
-prepared HMAC states, fingerprint/fast.py: orjson where it writes as the rules do, the
+prepared HMAC states, canon/fast.py: orjson where it writes as the rules do, the
 no-walk serialisation of freshly parsed text) must never change a byte of what the rules
-in fingerprint/canonical.py give.
+in canon/canonical.py give.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter
-from otel_loopguard.fingerprint import canonical as canon
-from otel_loopguard.fingerprint import fast
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon import canonical as canon
+from otel_loopguard.canon import fast
 from otel_loopguard.policy import Policy
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter
-from otel_loopguard.fingerprint.canonical import OPAQUE_TEXT, TOO_LARGE
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon.canonical import OPAQUE_TEXT, TOO_LARGE
 from otel_loopguard.policy import policy_from_mapping
 
 KEY = DigestKey(b"fingerprinter-test-key-0123456789", "test")

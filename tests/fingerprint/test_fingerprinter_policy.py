@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from otel_loopguard.calls import RawCall
-from otel_loopguard.fingerprint import DigestKey, Fingerprint, Fingerprinter, fingerprint_call
-from otel_loopguard.fingerprint.canonical import DOUBLE_ENCODED, OPAQUE_TEXT
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprint, Fingerprinter, fingerprint_call
+from otel_loopguard.canon.canonical import DOUBLE_ENCODED, OPAQUE_TEXT
 from otel_loopguard.policy import Policy, policy_from_mapping
 from otel_loopguard.policy.model import DEFAULT_RESULT_VOLATILE
 

@@ -6,7 +6,8 @@ import json
 import threading
 
 from otel_loopguard.calls import RawCall
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter, fingerprint_call
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
 from otel_loopguard.fingerprint import fingerprinter as fpmod
 from otel_loopguard.policy import policy_from_mapping
 

@@ -1,4 +1,4 @@
-"""Values shaped like generated ids or clock readings (fingerprint/volatile.py): masked in the
+"""Values shaped like generated ids or clock readings (canon/volatile.py): masked in the
 result digest, at any depth and under any key, never as keys or parts of longer text; the
 exact digest kept beside it; every fingerprint path agreeing. Unit and property tests, each
 way: such a difference is no difference, and any other difference still is one."""
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import Fingerprinter, load_key
-from otel_loopguard.fingerprint.volatile import MASK, Masker, plain_mask
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon.volatile import MASK, Masker, plain_mask
 from otel_loopguard.policy import policy_from_mapping
 
 KEY = load_key(key=b"v" * 32)

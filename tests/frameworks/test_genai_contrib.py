@@ -134,7 +134,7 @@ def _denied(outputs: list[str]) -> list[int]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_tool_spans_carry_the_contract_tags(runs: dict[str, Run], scenario: str) -> None:
-    from otel_loopguard.fingerprint import load_key
+    from otel_loopguard.canon import load_key
 
     run = runs[scenario]
     spans = run.tool_spans()

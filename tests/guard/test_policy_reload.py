@@ -16,7 +16,7 @@ import pytest
 import otel_loopguard
 from otel_loopguard.enforce import ToolGuard
 from otel_loopguard.errors import PolicyError
-from otel_loopguard.fingerprint import load_key
+from otel_loopguard.canon import load_key
 from otel_loopguard.policy_source import PolicySource
 
 KEY = b"policy-reload-key-4Kd8Qw2Zx7"

@@ -24,7 +24,8 @@ import yaml
 from otel_loopguard.audit import audit
 from otel_loopguard.enforce import Guard
 from otel_loopguard.findings import STOP
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import load_policy, policy_from_mapping
 from otel_loopguard.policy.load import preset_path
 

@@ -10,7 +10,8 @@ from typing import Any, Callable
 import pytest
 
 from otel_loopguard.enforce import Guard
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import load_policy, policy_from_mapping
 
 KEY = load_key(key=b"g" * 32)

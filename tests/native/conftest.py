@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from otel_loopguard.fingerprint import native
+from otel_loopguard import native
 
 
 def require_native() -> None:

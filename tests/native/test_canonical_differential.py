@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import canonical as canon
-from otel_loopguard.fingerprint import native
+from otel_loopguard.canon import canonical as canon
+from otel_loopguard.canon import rust as native
 
 ROOT = Path(__file__).resolve().parents[2]
 # LOOPGUARD_DIFF_EXAMPLES raises the examples per property for a long run (docs/performance.md).

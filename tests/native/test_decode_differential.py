@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
 
-from otel_loopguard.fingerprint import native
+from otel_loopguard import native
 from otel_loopguard.otlp.values import to_key_values
 from otel_loopguard.receiver import decode as reference
 from otel_loopguard.receiver import decode_native
@@ -320,7 +320,7 @@ def _child_path(env: dict[str, str]) -> str:
 
 
 def test_one_chooser_for_both_native_paths() -> None:
-    """decode() takes the Rust path exactly when fingerprint/native.py does:
+    """decode() takes the Rust path exactly when native.py does:
     OTEL_LOOPGUARD_PURE_PYTHON=1 sends both to Python."""
     env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
     assert _child_path(env) == "native"

@@ -14,9 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_loopguard.fingerprint import DigestKey, Fingerprinter
-from otel_loopguard.fingerprint import canonical as canon
-from otel_loopguard.fingerprint import native
+from otel_loopguard.canon import DigestKey
+from otel_loopguard.fingerprint import Fingerprinter
+from otel_loopguard.canon import canonical as canon
+from otel_loopguard import native as chooser
+from otel_loopguard.canon import rust as native
 from otel_loopguard.policy import Policy
 from otel_loopguard.policy.model import ToolRule
 
@@ -107,10 +109,10 @@ def test_the_native_key_shows_and_keeps_no_secret() -> None:
 
 
 def test_the_environment_variable_forces_the_python_path() -> None:
-    code = "from otel_loopguard.fingerprint import native; print(native.PATH)"
-    env = {**os.environ, native.PURE_ENV: "1"}
+    code = "from otel_loopguard import native; print(native.PATH)"
+    env = {**os.environ, chooser.PURE_ENV: "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True).stdout.strip() == "python"
-    env[native.PURE_ENV] = "0"
+    env[chooser.PURE_ENV] = "0"
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True).stdout.strip() == "native"

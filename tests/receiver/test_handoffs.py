@@ -22,7 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_loopguard.conventions import ToolSpan, recognise
 from otel_loopguard.conventions.recognise import agent_of
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.spans import SpanCollector, span_call
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import policy_from_mapping

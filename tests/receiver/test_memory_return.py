@@ -13,7 +13,8 @@ from typing import Callable
 import pytest
 
 from otel_loopguard.bounded import BoundedMap
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp import spans, wire
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver import trim

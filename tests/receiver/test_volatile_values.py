@@ -5,7 +5,8 @@ information across actions (issue 14)."""
 from __future__ import annotations
 
 from otel_loopguard.calls import RawCall
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import policy_from_mapping
 from otel_loopguard.receiver.runs import RunBuffer
 

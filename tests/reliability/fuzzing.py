@@ -26,7 +26,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otel_loopguard.conventions import attributes as conv
 from otel_loopguard.conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig

@@ -27,7 +27,8 @@ def test_a_span_redelivered_after_the_dedupe_window_is_judged_once() -> None:
     """The fuzzer's second finding: the dedupe table is bounded (and shrinks under memory
     pressure), so a retried span can reach a run that still holds it; it must not make the
     run's judging fail at completion. Negative control: two different spans are two calls."""
-    from otel_loopguard.fingerprint import Fingerprinter, load_key
+    from otel_loopguard.canon import load_key
+    from otel_loopguard.fingerprint import Fingerprinter
     from otel_loopguard.policy import Policy
     from otel_loopguard.receiver.runs import RunBuffer
 
@@ -47,7 +48,8 @@ def test_a_denied_call_and_a_ran_call_sharing_a_span_id_across_traces_keep_their
     control: with different span ids the counts are the same."""
     import dataclasses
 
-    from otel_loopguard.fingerprint import Fingerprinter, load_key
+    from otel_loopguard.canon import load_key
+    from otel_loopguard.fingerprint import Fingerprinter
     from otel_loopguard.policy import Policy
     from otel_loopguard.receiver.runs import RunBuffer
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from otel_loopguard.calls import ModelCall, RawCall
-from otel_loopguard.fingerprint import Fingerprinter, ephemeral_key
+from otel_loopguard.canon import ephemeral_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import load_policy
 from otel_loopguard.receiver import snapshot
 from otel_loopguard.receiver.runs import RunBuffer

@@ -10,7 +10,8 @@ from unittest import mock
 
 from otel_loopguard.audit import audit
 from otel_loopguard.calls import RawCall
-from otel_loopguard.fingerprint import Fingerprinter, load_key
+from otel_loopguard.canon import load_key
+from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import Policy, load_policy
 from otel_loopguard.score import RunReport
 

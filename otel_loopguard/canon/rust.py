@@ -1,22 +1,16 @@
-"""The one place that chooses between the Rust module and the Python path for the canonical
-form and keyed digest of text payloads (docs/fingerprints.md, "The native module").
-
-The Python path (canonical.py, keys.py) is the reference and stays complete on its own: the
-Rust module `otel_loopguard_native` (native/, built by scripts/native.sh when cargo is
-present) is used when importable, unless OTEL_LOOPGUARD_PURE_PYTHON is set to anything but
-"" or "0". It answers only for text (a str without lone surrogates, or UTF-8 bytes); every
-other value, and every call while it is absent, takes the Python path. tests/native/ holds
-both to the same bytes, flags and digests.
+"""The canonical form and keyed digest of text payloads through the Rust module, when
+native.py has chosen it: each function answers exactly as canonical.py and keys.py would, or
+declines (None) so that they answer. The Python path stays the reference; tests/native/ holds
+both to the same bytes, flags and digests. It answers only for text (a str without lone
+surrogates, or UTF-8 bytes).
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
 from functools import lru_cache
 from typing import Any, Optional
 
+from ..native import max_int_digits, module
 from .canonical import (
     DOUBLE_ENCODED,
     DUPLICATE_KEYS,
@@ -28,35 +22,8 @@ from .canonical import (
     TOO_LARGE,
 )
 
-log = logging.getLogger(__name__)
-
-PURE_ENV = "OTEL_LOOPGUARD_PURE_PYTHON"
-_ABI = 2  # the signatures this module calls: otel_loopguard_native.ABI must match
-
-
-def _load() -> Any:
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
-        return None
-    try:
-        import otel_loopguard_native as module
-    except ImportError:
-        return None
-    if getattr(module, "ABI", None) != _ABI:
-        log.warning("otel_loopguard_native has ABI %r, not %r: using the Python path (rebuild it: "
-                    "bash scripts/native.sh)", getattr(module, "ABI", None), _ABI)
-        return None
-    return module
-
-
-_module = _load()
+_module = module()
 AVAILABLE: bool = _module is not None
-PATH: str = "native" if AVAILABLE else "python"
-
-
-def module() -> Any:
-    """The Rust module when in use, else None: for the module's other users (the receiver's
-    decode, receiver/decode_native.py), so this stays the one place that chooses."""
-    return _module
 
 _NAMES = ((1, OPAQUE_TEXT), (2, DOUBLE_ENCODED), (4, DUPLICATE_KEYS), (8, NON_FINITE), (16, TOO_DEEP),
           (32, TOO_LARGE))
@@ -88,12 +55,6 @@ def _has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def max_int_digits() -> int:
-    """Python's limit on integer digits in int() (0: none), read per call: it can change."""
-    get = getattr(sys, "get_int_max_str_digits", None)
-    return get() if get is not None else 0
 
 
 def canonical(value: Any, drop_keys: frozenset[str], max_bytes: int, max_depth: int

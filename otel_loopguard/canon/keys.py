@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, NoReturn, Optional
 
 from ..errors import KeyConfigError
-from . import native
+from . import rust as native
 
 _log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class DigestKey:
 
     def native_prefixed(self, prefix: bytes) -> Any:
         """The Rust module's state after `prefix` (see `prefixed`), or None without the module
-        (fingerprint/native.py). Its digests equal `digest_after`'s (tests/native/)."""
+        (canon/rust.py). Its digests equal `digest_after`'s (tests/native/)."""
         if self._native is False:
             self._native = native.key(self._secret)
         return None if self._native is None else self._native.prefixed(prefix)
