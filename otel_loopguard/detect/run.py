@@ -107,7 +107,7 @@ class Run:
         self._last_turn = call.turn
         rule = self.policy.rule(call.tool)
         judgement = self.progress.judge(call, rule)
-        step = Step(call, self.decision, judgement, rule)
+        step = Step(call=call, decision=self.decision, judgement=judgement, rule=rule)
         self.last_call = call
         self._summarise(call, judgement)
         observers = self._by_rule.get(id(rule))
@@ -156,8 +156,8 @@ class Run:
         threshold that running `call` would cross, judged on the calls already observed.
         Calls already stopped by a stop-level finding stay stopped."""
         decision = self.decision if call.turn is not None and call.turn == self._last_turn else self.decision + 1
-        no_result = Judgement(False, False, 0, False)
-        step = Step(call, decision, no_result, self.policy.rule(call.tool))
+        no_result = Judgement(progressed=False, novel_result=False, new_items=0, terminal=False)
+        step = Step(call=call, decision=decision, judgement=no_result, rule=self.policy.rule(call.tool))
         out = [(level, d.kind, reason) for d in self._previews if (p := d.preview(step)) for level, reason in (p,)]
         if self.stopped is not None and not self._budget.in_last_turn(self.stopped, call.turn):
             out.append(("stop", self.stopped.kind, f"{STOPPED_EARLIER}{self.stopped.reason}"))

@@ -137,11 +137,11 @@ class Guard:
                     state.stop = (stop[1], stop[2])
         if stop is not None:
             text = (STOPPED if stopped_earlier else DENIED).format(reason=stop[2])
-            return Decision(DENY, stop[1], stop[2], text, enforced, None if enforced else proposed, arguments)
+            return Decision(action=DENY, kind=stop[1], reason=stop[2], message=text, enforced=enforced, ticket=None if enforced else proposed, arguments=arguments)
         warn = next((v for v in verdicts if v[0] == "warn"), None)
         if warn is not None:
-            return Decision(WARN, warn[1], warn[2], NUDGE.format(reason=warn[2]), enforced, proposed, arguments)
-        return Decision(ALLOW, None, "", "", enforced, proposed, arguments)
+            return Decision(action=WARN, kind=warn[1], reason=warn[2], message=NUDGE.format(reason=warn[2]), enforced=enforced, ticket=proposed, arguments=arguments)
+        return Decision(action=ALLOW, kind=None, reason="", message="", enforced=enforced, ticket=proposed, arguments=arguments)
 
     def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str) -> list[Finding]:
         """The executed call with its result: this is what later checks judge."""

@@ -61,11 +61,11 @@ def place(calls: Sequence[ToolCall], roots: Mapping[str, str], now_ns: int) -> O
     parent = roots.get(trace) or same[0].parent_id or ""
     start = min((c.start_ns for c in same if c.start_ns), default=now_ns)
     end = max((c.end_ns for c in same if c.end_ns), default=now_ns)
-    return Placement(bytes.fromhex(trace), bytes.fromhex(parent), start, max(end, start))
+    return Placement(trace_id=bytes.fromhex(trace), parent_id=bytes.fromhex(parent), start_ns=start, end_ns=max(end, start))
 
 
 def place_at(trace_id: bytes, parent_id: bytes, start_ns: int, end_ns: int) -> Placement:
-    return Placement(trace_id, parent_id, start_ns, max(end_ns, start_ns))
+    return Placement(trace_id=trace_id, parent_id=parent_id, start_ns=start_ns, end_ns=max(end_ns, start_ns))
 
 
 def _new_span(name: str, where: Placement) -> Span:

@@ -4,7 +4,7 @@ Above the canonical form (canon/), the policy and progress: `fingerprinter` turn
 results into keyed digests under a policy's rules, `call` adds the progress evidence.
 """
 
-from .call import fingerprint_call, fingerprint_finished
+from .call import fingerprint_call
 from .fingerprinter import Fingerprint, Fingerprinter
 
-__all__ = ["Fingerprint", "Fingerprinter", "fingerprint_call", "fingerprint_finished"]
+__all__ = ["Fingerprint", "Fingerprinter", "fingerprint_call"]

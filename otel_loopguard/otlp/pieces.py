@@ -54,13 +54,13 @@ def _cut_resource(data: bytes, r: int, start: int, end: int, spans: int) -> list
         else:
             head += data[opened:stop]
     if not scopes:  # still parsed: its resource is checked as in the whole request
-        return [Piece(_field(_RESOURCE_SPANS, head), r, 0, 0, 0)]
+        return [Piece(data=_field(_RESOURCE_SPANS, head), resource=r, scope=0, first=0, spans=0)]
     out = []
     for s, (value, stop) in enumerate(scopes):
         scope_head, runs = _cut_scope(data, value, stop, spans)
         for first, count, body in runs:
             scope = _field(_SCOPE_SPANS, scope_head + body)
-            out.append(Piece(_field(_RESOURCE_SPANS, head + scope), r, s, first, count))
+            out.append(Piece(data=_field(_RESOURCE_SPANS, head + scope), resource=r, scope=s, first=first, spans=count))
     return out
 
 

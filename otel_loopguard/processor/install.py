@@ -86,7 +86,7 @@ def install(
         if mode is not None:  # guards without a mode of their own follow it (mode.py)
             processor.on_shutdown(note_installed(config.mode))
         _wrap_future_processors(provider, processor)
-        handle = LoopguardHandle(config.mode, tagger.key_id, processor, provider)
+        handle = LoopguardHandle(mode=config.mode, key_id=tagger.key_id, processor=processor, provider=provider)
         setattr(provider, _HANDLE_ATTR, handle)
     _log.info("otel-loopguard installed: mode %s, key id %s", config.mode, tagger.key_id)
     return handle

@@ -23,7 +23,7 @@ from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import Attributes
 
 from ..bounded import BoundedMap
-from ..calls import ModelCall, ToolCall
+from ..calls import ModelCall, RawCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.handoffs import is_handoff, target_unknown
@@ -31,7 +31,7 @@ from ..conventions.spec import MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CO
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
 from ..findings import AT_NEXT_CALL_KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
-from ..fingerprint import Fingerprinter, fingerprint_finished
+from ..fingerprint import Fingerprinter, fingerprint_call
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
@@ -327,8 +327,7 @@ class Tagger:
     ) -> ToolCall:
         parent = span.parent
         start = span.start_time
-        return fingerprint_finished(
-            state.fp,
+        raw = RawCall(
             seq=seq,
             tool=found.tool,
             arguments=found.arguments,
@@ -342,6 +341,7 @@ class Tagger:
             trace_id=trace_hex,
             parent_id=format(parent.span_id, "016x") if parent else None,
         )
+        return fingerprint_call(raw, state.fp)
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
         if self._config.redact:

@@ -35,8 +35,8 @@ class Judgement:  # treated as immutable; not frozen only because that is slower
         return self.novel_result or self.progressed or self.new_items > 0
 
 
-_NOVEL = Judgement(True, True, 0, False)
-_SEEN = Judgement(False, False, 0, False)
+_NOVEL = Judgement(progressed=True, novel_result=True, new_items=0, terminal=False)
+_SEEN = Judgement(progressed=False, novel_result=False, new_items=0, terminal=False)
 
 
 class ProgressTracker:
@@ -58,7 +58,7 @@ class ProgressTracker:
         if rule is None or not rule.declared:
             if not new_items and not ev.terminal:
                 return _NOVEL if novel else _SEEN  # most calls: shared, never mutated
-            return Judgement(novel, novel, new_items, ev.terminal)
+            return Judgement(progressed=novel, novel_result=novel, new_items=new_items, terminal=ev.terminal)
         best = self._best.get(call.action)
         self._best.put(call.action, _best_so_far(best, ev))
         if best is None:
@@ -66,7 +66,7 @@ class ProgressTracker:
             progressed = new_items > 0 if rule.items_field else True
         else:
             progressed = _advanced(best, ev) or new_items > 0
-        return Judgement(progressed, novel, new_items, ev.terminal)
+        return Judgement(progressed=progressed, novel_result=novel, new_items=new_items, terminal=ev.terminal)
 
 
     def _novel(self, call: ToolCall) -> bool:

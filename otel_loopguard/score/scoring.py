@@ -122,7 +122,7 @@ def prepare(run: RunInput, fp: Fingerprinter) -> Prepared:
     own = [replace(c, key_id=fp.key_id) if c.key_id == LOCAL_KEY else c for c in run.calls]
     integrity = check(own, dense=run.dense_seq)
     calls = [fingerprint_call(c, fp) for c in integrity.calls if c.dispatched]
-    return Prepared(run, integrity.outcome, integrity.calls, calls, integrity.findings)
+    return Prepared(run=run, outcome=integrity.outcome, records=integrity.calls, calls=calls, findings=integrity.findings)
 
 
 def judge(run: RunInput, fp: Fingerprinter) -> RunReport:
@@ -135,15 +135,15 @@ def judge_prepared(prepared: Prepared, policy: Policy) -> RunReport:
     run = prepared.run
     findings = [f.stamped(run.run_id, policy.version) for f in prepared.findings]
     if prepared.outcome != SCORED:
-        return RunReport(run.run_id, prepared.outcome, findings, prepared.calls, {"scorable": False, "release": None},
-                         prepared.records)
+        return RunReport(run_id=run.run_id, outcome=prepared.outcome, findings=findings, calls=prepared.calls, score={"scorable": False, "release": None},
+                         records=prepared.records)
     state = Run(run.run_id, policy)
     findings += feed_in_order(state, run.models, prepared.calls)
     trail = GuardTrail()
     for seq, tool, dispatched, guard in _guard_notes(prepared.records, run.guard_events):
         trail.note(seq, tool, dispatched, guard, policy)
     score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in prepared.records]))
-    return RunReport(run.run_id, SCORED, findings, prepared.calls, score, prepared.records)
+    return RunReport(run_id=run.run_id, outcome=SCORED, findings=findings, calls=prepared.calls, score=score, records=prepared.records)
 
 
 def next_seq_after(seqs: list[int]) -> Callable[[int], int]:
