@@ -319,6 +319,7 @@ def _child_path(env: dict[str, str]) -> str:
                           timeout=120, check=True).stdout.strip()
 
 
+@pytest.mark.real  # starts a process
 def test_one_chooser_for_both_native_paths() -> None:
     """decode() takes the Rust path exactly when native.py does:
     OTEL_LOOPGUARD_PURE_PYTHON=1 sends both to Python."""
