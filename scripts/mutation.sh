@@ -8,7 +8,7 @@
 #   bash scripts/mutation.sh detect/cycle    # ... or one module
 #
 # Too slow for CI: run it before a release. Exit 0 only when every module run scores at
-# least 95 % of its non-equivalent mutants (docs/testing.md lists the equivalent ones).
+# least 95 % of its non-equivalent mutants (scripts/mutation_equivalents.md lists the equivalent ones).
 # MUTATION_JOBS sets the number of workers (default 2). MUTATION_SAMPLE=05 runs only the
 # mutants whose number ends in 0 or 5 (a fixed fifth of each function's mutants, the same
 # on every machine); any set of digits works, e.g. MUTATION_SAMPLE=0 for a tenth.

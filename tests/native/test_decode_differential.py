@@ -34,7 +34,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "otlp"
 FIELDS = ("where", "key", "content", "trace_id", "span_id", "parent", "start", "end", "run_id", "call", "model",
           "facts", "guards", "agent")
 Decoder = Callable[..., Any]
-# LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/reliability.md);
+# LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/testing.md, "Long runs");
 # the seeded requests scale with it (a tenth, each whole and mutated).
 MUTATED = int(os.environ.get("LOOPGUARD_DECODE_DIFF_CASES", "20000"))
 SEEDED = max(1000, MUTATED // 10)
