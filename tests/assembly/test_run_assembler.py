@@ -22,11 +22,12 @@ from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import Policy, policy_from_mapping
-from otel_loopguard.receiver import assembly, trim
-from otel_loopguard.receiver.assembly import RunAssembler
+from otel_loopguard.receiver.runs import assembly
+from otel_loopguard.receiver.ops import trim
+from otel_loopguard.receiver.runs.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
-from otel_loopguard.receiver.decode import Decoded
-from otel_loopguard.receiver.metrics import Metrics
+from otel_loopguard.receiver.ingest.decode import Decoded
+from otel_loopguard.receiver.ops.metrics import Metrics
 
 KEY = load_key(key=b"k" * 32)
 TRACE = bytes.fromhex("0a" * 16)

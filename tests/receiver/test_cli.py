@@ -15,7 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from otel_loopguard.receiver import trim
+from otel_loopguard.receiver.ops import trim
 
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, Sink, attr, export_stub, findings_of

@@ -17,8 +17,8 @@ from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp import spans, wire
 from otel_loopguard.policy import Policy
-from otel_loopguard.receiver import trim
-from otel_loopguard.receiver.dedupe import SpanDeduper
+from otel_loopguard.receiver.ops import trim
+from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
 
 MIB = 1 << 20
 

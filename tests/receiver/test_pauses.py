@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from otel_loopguard.receiver import pauses
+from otel_loopguard.receiver.ops import pauses
 
 
 class Clock:

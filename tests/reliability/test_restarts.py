@@ -16,7 +16,7 @@ from typing import Optional
 
 import pytest
 
-from otel_loopguard.receiver.restart import HEARTBEAT_SECONDS
+from otel_loopguard.receiver.runs.restart import HEARTBEAT_SECONDS
 
 from collector import scenarios as S
 from collector.backend import CountingBackend, Stored

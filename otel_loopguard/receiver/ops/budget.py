@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from .assembly import RunAssembler
-    from .dedupe import SpanDeduper
-    from .delivery import ForwardQueue
-    from .downstream import FindingQueue
+    from ..runs.assembly import RunAssembler
+    from ..ingest.dedupe import SpanDeduper
+    from ..out.delivery import ForwardQueue
+    from ..out.downstream import FindingQueue
 
 MIB = 1024 * 1024
 # Resident bytes, not just live ones: the allocator's slack comes on top of what tracemalloc sees.

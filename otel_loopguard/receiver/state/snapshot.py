@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..calls import Evidence, GuardEvent, ModelCall, RawCall, ToolCall
-from ..fingerprint import Fingerprinter
-from .runs import RunBuffer
+from ...calls import Evidence, GuardEvent, ModelCall, RawCall, ToolCall
+from ...fingerprint import Fingerprinter
+from ..runs.buffer import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
 

@@ -18,29 +18,29 @@ from typing import Optional
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from .. import local_receivers
-from ..canon import load_key
-from ..fingerprint import Fingerprinter
-from ..policy import load_policy
-from . import pauses, trim
-from .assembly import RunAssembler
-from .budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes, working_bytes
-from .config import ReceiverConfig, is_loopback, parse_headers, split_host_port
-from .dedupe import SpanDeduper
-from .delivery import ForwardQueue, queue_for
-from .downstream import Downstream, FindingQueue, channel_credentials
-from .metrics import Metrics, serve_metrics
-from .phoenix import PhoenixAnnotator
+from ... import local_receivers
+from ...canon import load_key
+from ...fingerprint import Fingerprinter
+from ...policy import load_policy
+from ..ops import pauses, trim
+from ..runs.assembly import RunAssembler
+from ..ops.budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes, working_bytes
+from ..config import ReceiverConfig, is_loopback, parse_headers, split_host_port
+from ..ingest.dedupe import SpanDeduper
+from ..out.delivery import ForwardQueue, queue_for
+from ..out.downstream import Downstream, FindingQueue, channel_credentials
+from ..ops.metrics import Metrics, serve_metrics
+from ..out.phoenix import PhoenixAnnotator
 from .reload import Reloader
-from .restart import RestartRule
-from .runs import RunBuffer
-from .security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
-from . import snapshot
-from .judged import CompletedRuns, JudgedLog
+from ..runs.restart import RestartRule
+from ..runs.buffer import RunBuffer
+from ..ops.security import BearerAuth, CertificateStore, Tokens, load_certificates, load_tokens
+from ..state import snapshot
+from ..state.judged import CompletedRuns, JudgedLog
 from .service import SERVICE, TraceReceiver, parse_request
-from .pauses import FullCollections
-from .spool import Recovered, Ref
-from .state import Opened, open_state
+from ..ops.pauses import FullCollections
+from ..state.spool import Recovered, Ref
+from ..state.directory import Opened, open_state
 
 _log = logging.getLogger("otel_loopguard.receiver")
 TICK_SECONDS = 0.25

@@ -19,8 +19,8 @@ from typing import Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
 
-from ..native import module as native_module
-from ..otlp.lite import LiteRequest
+from ...native import module as native_module
+from ...otlp.lite import LiteRequest
 from . import decode as reference
 
 _log = logging.getLogger("otel_loopguard.receiver")

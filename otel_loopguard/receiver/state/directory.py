@@ -27,8 +27,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from .config import ConfigError, ReceiverConfig
-from .dedupe import DUPLICATE, Content, Key, SpanDeduper
+from ..config import ConfigError, ReceiverConfig
+from ..ingest.dedupe import DUPLICATE, Content, Key, SpanDeduper
 from .spool import Spool, write_all
 
 _log = logging.getLogger("otel_loopguard.receiver")

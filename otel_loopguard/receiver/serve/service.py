@@ -50,15 +50,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from .assembly import RunAssembler
-from .budget import MIB, MemoryBudget, largest_request, working_bytes
-from .config import ReceiverConfig
-from .decode import Decoded, DecodedRequest, TooManySpans, decode, decode_in_pieces
-from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
-from .judged import JudgedLog
-from .delivery import ForwardQueue
-from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
-from .metrics import Metrics
+from ..runs.assembly import RunAssembler
+from ..ops.budget import MIB, MemoryBudget, largest_request, working_bytes
+from ..config import ReceiverConfig
+from ..ingest.decode import Decoded, DecodedRequest, TooManySpans, decode, decode_in_pieces
+from ..ingest.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from ..state.judged import JudgedLog
+from ..out.delivery import ForwardQueue
+from ..out.downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
+from ..ops.metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop, and in pieces, from this size on

@@ -25,8 +25,8 @@ from collections import deque
 from typing import Optional
 
 from .downstream import RETRY_LATER, SENT, Downstream, cancel
-from .metrics import Metrics
-from .spool import Recovered, Ref, Spool
+from ..ops.metrics import Metrics
+from ..state.spool import Recovered, Ref, Spool
 
 _log = logging.getLogger("otel_loopguard.receiver")
 

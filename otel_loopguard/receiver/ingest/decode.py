@@ -14,17 +14,17 @@ from typing import Any, Iterable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import GuardEvent, ModelCall, RawCall
-from ..conventions import ModelSpan, ToolSpan, recognise
-from ..conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
-from ..conventions import attributes as conv
-from ..conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+from ...calls import GuardEvent, ModelCall, RawCall
+from ...conventions import ModelSpan, ToolSpan, recognise
+from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
+from ...conventions import attributes as conv
+from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                                 TOOL_CONVENTIONS)
-from ..findings.otlp import is_own_span
-from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
-from ..otlp.pieces import cut
-from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
-from ..otlp.values import any_value, attributes
+from ...findings.otlp import is_own_span
+from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
+from ...otlp.pieces import cut
+from ...otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
+from ...otlp.values import any_value, attributes
 
 
 _log = logging.getLogger("otel_loopguard.receiver")

@@ -23,9 +23,9 @@ from typing import Any, Optional, Sequence
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..otlp.values import attributes
+from ...otlp.values import attributes
 from .downstream import cancel, take_batch
-from .metrics import Metrics
+from ..ops.metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 ANNOTATION_NAME = "loopguard"

@@ -15,15 +15,15 @@ import json
 from dataclasses import replace
 from typing import Any, Optional, Union
 
-from ..bounded import BoundedMap
-from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
-from ..conventions.handoffs import resolve_targets, unresolved
-from ..detect import Run
-from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
-from ..findings.otlp import MAX_INPUT_CHARS
-from ..fingerprint import Fingerprinter, fingerprint_call
-from ..otlp.order import order_calls
-from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
+from ...bounded import BoundedMap
+from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ...conventions.handoffs import resolve_targets, unresolved
+from ...detect import Run
+from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
+from ...findings.otlp import MAX_INPUT_CHARS
+from ...fingerprint import Fingerprinter, fingerprint_call
+from ...otlp.order import order_calls
+from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import grpc
 
-from .config import ConfigError, ReceiverConfig
+from ..config import ConfigError, ReceiverConfig
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")

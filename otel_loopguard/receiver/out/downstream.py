@@ -18,13 +18,13 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ..findings.otlp import export_request
-from .config import ConfigError, ReceiverConfig
-from .metrics import Metrics
+from ...findings.otlp import export_request
+from ..config import ConfigError, ReceiverConfig
+from ..ops.metrics import Metrics
 
 if TYPE_CHECKING:
     from .delivery import ForwardQueue
-    from .spool import Recovered, Ref, Spool
+    from ..state.spool import Recovered, Ref, Spool
 
 _log = logging.getLogger("otel_loopguard.receiver")
 

@@ -15,16 +15,16 @@ from typing import Callable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ..bounded import BoundedMap
-from ..findings import Finding
-from ..findings.otlp import Placement, finding_span, place, place_at, run_span
-from ..fingerprint import Fingerprinter
-from .budget import side_table_entries, working_bytes
-from .config import ReceiverConfig
-from .decode import Decoded
-from .metrics import Metrics
+from ...bounded import BoundedMap
+from ...findings import Finding
+from ...findings.otlp import Placement, finding_span, place, place_at, run_span
+from ...fingerprint import Fingerprinter
+from ..ops.budget import side_table_entries, working_bytes
+from ..config import ReceiverConfig
+from ..ingest.decode import Decoded
+from ..ops.metrics import Metrics
 from .restart import CUT_AT_SHUTDOWN, RestartRule
-from .runs import RunBuffer
+from .buffer import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
 MAX_ROOTS = 100_000
