@@ -57,14 +57,15 @@ from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.policy import Policy
 from otel_loopguard.receiver.runs.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
-from otel_loopguard.receiver.ingest import decode as decode_module
-from otel_loopguard.receiver.ingest.decode import decode
+from otel_loopguard.receiver.ingest import decoder as decode_module
+from otel_loopguard.receiver.ingest.decode import path as decode_path
+from otel_loopguard.receiver.ingest.decoder import decode
 from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
 from otel_loopguard.receiver.ops.metrics import Metrics
 from otel_loopguard.receiver.serve.service import parse_request
 
 KEY = b"bench-key-0123456789abcdef"
-NATIVE_DECODE = decode_module.path() == "native"
+NATIVE_DECODE = decode_path() == "native"
 SPANS_PER_REQUEST = 512
 
 

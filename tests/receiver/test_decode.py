@@ -23,7 +23,7 @@ from otel_loopguard.conventions import ModelSpan, ToolSpan, recognise
 from otel_loopguard.otlp.spans import run_id_of, span_call
 from otel_loopguard.otlp.wire import _field
 from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
-from otel_loopguard.receiver.ingest.decode import decode
+from otel_loopguard.receiver.ingest.decoder import decode
 
 CAPTURES = Path(__file__).resolve().parents[2] / "research" / "conventions" / "captures"
 FILES = sorted(p.stem for p in CAPTURES.glob("*.json"))

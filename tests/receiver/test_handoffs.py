@@ -28,7 +28,7 @@ from otel_loopguard.otlp.spans import SpanCollector, span_call
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import policy_from_mapping
 from otel_loopguard.receiver.runs.assembly import RunAssembler
-from otel_loopguard.receiver.ingest.decode import decode
+from otel_loopguard.receiver.ingest.decoder import decode
 from otel_loopguard.receiver.ops.metrics import Metrics
 
 from .harness import RUN, ReceiverThread, Sink, attr, export_stub, findings_of, make_config, request_of, wait_for

@@ -1,7 +1,7 @@
 """A request's bytes become span facts, each new or a duplicate.
 
-Data flows: reading.py (which attributes of a span are read, and what the conventions make of
-them) is shared by the two decoders, decode_native.py (Rust) and decode.py (the Python
-reference, which chooses between them); dedupe.py then tells each span new, duplicate or
-conflict.
+Data flows: decode.py is the Python reference (the reading plans, the `Decoded` records, what
+the conventions make of a span); decode_native.py builds the Rust decoder on it; decoder.py
+chooses between the two (decode(), decode_in_pieces()); dedupe.py then tells each span new,
+duplicate or conflict.
 """

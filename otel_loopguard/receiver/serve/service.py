@@ -53,7 +53,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from ..runs.assembly import RunAssembler
 from ..ops.budget import MIB, MemoryBudget, largest_request, working_bytes
 from ..config import ReceiverConfig
-from ..ingest.decode import Decoded, DecodedRequest, TooManySpans, decode, decode_in_pieces
+from ..ingest.decode import Decoded, DecodedRequest, TooManySpans
+from ..ingest.decoder import decode, decode_in_pieces
 from ..ingest.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
 from ..state.judged import JudgedLog
 from ..out.delivery import ForwardQueue
