@@ -28,7 +28,8 @@ from ..ops.budget import MIB, MemoryBudget, dedupe_entries, forward_queue_bytes,
 from ..config import ReceiverConfig, is_loopback, parse_headers, split_host_port
 from ..ingest.dedupe import SpanDeduper
 from ..out.delivery import ForwardQueue, queue_for
-from ..out.downstream import Downstream, FindingQueue, channel_credentials
+from ..out.downstream import Downstream, channel_credentials
+from ..out.finding_queue import FindingQueue
 from ..ops.metrics import Metrics, serve_metrics
 from ..out.phoenix import PhoenixAnnotator
 from .reload import Reloader
@@ -143,8 +144,9 @@ async def start(config: ReceiverConfig) -> Running:
     forward_queue, findings = _queues(config, downstream, metrics, state)
     assembler = RunAssembler(Fingerprinter(key, policy), config, metrics)
     deduper = state.deduper if state is not None else SpanDeduper(config.dedupe_size, config.dedupe_seconds)
-    budget = MemoryBudget(limit, config.max_open_runs, config.max_buffered_calls, deduper, assembler, findings,
-                          forward_queue)
+    budget = MemoryBudget(limit_bytes=limit, max_open_runs=config.max_open_runs,
+                          max_buffered_calls=config.max_buffered_calls, deduper=deduper, assembler=assembler,
+                          findings=findings, queue=forward_queue)
     receiver = TraceReceiver(config, assembler, deduper, downstream, findings, metrics, forward_queue, budget)
     if state is not None:
         _restore(config, state, assembler, receiver)

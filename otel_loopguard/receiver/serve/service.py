@@ -58,7 +58,8 @@ from ..ingest.decoder import decode, decode_in_pieces
 from ..ingest.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
 from ..state.judged import JudgedLog
 from ..out.delivery import ForwardQueue
-from ..out.downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
+from ..out.downstream import DATA_FAULTS, REJECTED, SENT, Downstream, SendResult
+from ..out.finding_queue import FindingQueue
 from ..ops.metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -80,8 +81,10 @@ class TraceReceiver:
         budget: Optional[MemoryBudget] = None,
     ):
         self._config = config
-        self._budget = budget or MemoryBudget(working_bytes(config.memory_limit_mib), config.max_open_runs,
-                                              config.max_buffered_calls, deduper, assembler, findings, forward_queue)
+        self._budget = budget or MemoryBudget(
+            limit_bytes=working_bytes(config.memory_limit_mib), max_open_runs=config.max_open_runs,
+            max_buffered_calls=config.max_buffered_calls, deduper=deduper, assembler=assembler, findings=findings,
+            queue=forward_queue)
         self._largest = largest_request(self._budget.limit)
         self._queue = forward_queue
         self._assembler = assembler
