@@ -61,6 +61,7 @@ class Downstream:
         self,
         target: str,
         metrics: Metrics,
+        *,
         max_message_bytes: int,
         credentials: Optional[grpc.ChannelCredentials] = None,
         headers: tuple[tuple[str, str], ...] = (),

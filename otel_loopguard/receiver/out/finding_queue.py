@@ -25,10 +25,12 @@ class FindingQueue:
     its spans were delivered: findings of runs judged before a crash reach the backend after it."""
 
     def __init__(
-        self, downstream: Downstream, metrics: Metrics, capacity: int = 100_000, batch: int = 512, timeout: float = 5.0,
-        after: Optional["ForwardQueue"] = None, spool: Optional["Spool"] = None,
+        self, downstream: Downstream, metrics: Metrics, *, capacity: int = 100_000, batch: int = 512,
+        timeout: float = 5.0, after: Optional["ForwardQueue"] = None, spool: Optional["Spool"] = None,
+        on_delivered: Optional[Callable[[Sequence[Span]], None]] = None,
     ):
-        """`after`: the forward queue whose spans a finding must not overtake (inline mode)."""
+        """`after`: the forward queue whose spans a finding must not overtake (inline mode);
+        `on_delivered`: told of every batch the downstream took (the opt-in Phoenix annotations)."""
         self._spool = spool
         self._left: dict["Ref", int] = {}  # spans of each record on disk not yet delivered
         self._downstream = downstream
@@ -41,8 +43,7 @@ class FindingQueue:
         self._batch = batch
         self._task: Optional[asyncio.Task[None]] = None
         self.delivered = asyncio.Event()
-        # Told of every batch the downstream took (the opt-in Phoenix annotations).
-        self.on_delivered: Optional[Callable[[Sequence[Span]], None]] = None
+        self.on_delivered = on_delivered
 
     @property
     def full(self) -> bool:

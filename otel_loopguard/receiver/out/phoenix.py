@@ -57,7 +57,7 @@ def annotation(span: Span) -> Optional[dict[str, Any]]:
 
 
 class PhoenixAnnotator:
-    def __init__(self, url: str, api_key: Optional[str], metrics: Metrics, capacity: int = 10_000,
+    def __init__(self, url: str, api_key: Optional[str], metrics: Metrics, *, capacity: int = 10_000,
                  batch: int = 100, timeout: float = 5.0):
         self._url = url.rstrip("/") + ROUTE
         self._headers = {"Content-Type": "application/json"}

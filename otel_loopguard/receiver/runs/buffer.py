@@ -79,7 +79,8 @@ def _without_payload(raw: RawCall) -> RawCall:
 
 
 class RunBuffer:
-    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1, dense_seq: bool = False):
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, *, first_seq: int = 1, dense_seq: bool = False,
+                 journal: bool = False, restored: bool = False):
         self.run_id = run_id
         self._fp = fp
         self.run = Run(run_id, fp.policy)
@@ -118,8 +119,8 @@ class RunBuffer:
         self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/restart.py)
         # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
         # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
-        self.journal: Optional[list[tuple[Any, ...]]] = None
-        self.restored = False  # rebuilt from a snapshot: the restart rule does not apply
+        self.journal: Optional[list[tuple[Any, ...]]] = [] if journal else None
+        self.restored = restored  # rebuilt from a snapshot: the restart rule does not apply
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
         self.waiting_parents: set[bytes] = set()  # parent spans its calls wait for (assembly.py, clock skew)

@@ -34,7 +34,7 @@ _WHAT = {"policy": "running policy", "tls": "TLS certificates", "tokens": "beare
 
 
 class Reloader:
-    def __init__(self, config: ReceiverConfig, key: DigestKey, assembler: RunAssembler, metrics: Metrics,
+    def __init__(self, *, config: ReceiverConfig, key: DigestKey, assembler: RunAssembler, metrics: Metrics,
                  certificates: Optional[CertificateStore], tokens: Optional[Tokens]):
         self._config = config
         self._key = key

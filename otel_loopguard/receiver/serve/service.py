@@ -71,6 +71,7 @@ SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 class TraceReceiver:
     def __init__(
         self,
+        *,
         config: ReceiverConfig,
         assembler: RunAssembler,
         deduper: SpanDeduper,
@@ -79,7 +80,9 @@ class TraceReceiver:
         metrics: Metrics,
         forward_queue: Optional[ForwardQueue] = None,
         budget: Optional[MemoryBudget] = None,
+        judged: Optional[JudgedLog] = None,
     ):
+        """`judged`: with a state_dir and a forward queue, which requests still feed open runs (judged.py)."""
         self._config = config
         self._budget = budget or MemoryBudget(
             limit_bytes=working_bytes(config.memory_limit_mib), max_open_runs=config.max_open_runs,
@@ -93,7 +96,7 @@ class TraceReceiver:
         self._findings = findings
         self._metrics = metrics
         self._in_flight: set[bytes] = set()
-        self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
+        self.judged = judged
         self._deliveries: set[asyncio.Future[Any]] = set()
         self.handling = 0  # requests between arrival and answer
         self._arrived = time.monotonic()  # the last request's arrival
