@@ -165,5 +165,5 @@ def queue_for(downstream: Optional[Downstream], metrics: Metrics, *, capacity_by
     """Inline mode with a queue (capacity > 0); None for findings-only or the synchronous mode."""
     if downstream is None or capacity_bytes <= 0:
         return None
-    return ForwardQueue(downstream, metrics, capacity_bytes=capacity_bytes, consumers=consumers,
+    return ForwardQueue(downstream=downstream, metrics=metrics, capacity_bytes=capacity_bytes, consumers=consumers,
                         attempt_seconds=attempt_seconds, spool=spool)

@@ -280,7 +280,7 @@ class RunAssembler:
             # A run id seen before in other traces: a conversation resuming after its run went
             # idle. Judged as a new run that goes on with the conversation's sequence.
             first_seq = self._completed.get(run_id) or 1
-            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq=first_seq,
+            buffer = self.runs[run_id] = RunBuffer(run_id=run_id, fp=self._fp, now=now, first_seq=first_seq,
                                                    dense_seq=self._config.dense_seq, journal=self.journal_runs)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:

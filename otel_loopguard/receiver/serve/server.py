@@ -83,7 +83,7 @@ async def start(config: ReceiverConfig) -> Running:
     settings = _settings(config)
     metrics = Metrics()
     assert config.forward is not None  # validate() guarantees a downstream
-    downstream = Downstream(config.forward, metrics, max_message_bytes=config.max_receive_bytes,
+    downstream = Downstream(target=config.forward, metrics=metrics, max_message_bytes=config.max_receive_bytes,
                             credentials=channel_credentials(config), headers=parse_headers(config.headers),
                             compression=config.compression)
     # The memory bound sets the caps it is made of (budget.py), for the in-memory and on-disk
@@ -144,7 +144,8 @@ def _queues(config: ReceiverConfig, downstream: Downstream, metrics: Metrics, st
                               capacity_bytes=config.forward_queue_bytes, consumers=config.forward_consumers,
                               attempt_seconds=config.forward_timeout_seconds,
                               spool=state.spool if state is not None else None)
-    findings = FindingQueue(downstream, metrics, timeout=config.forward_timeout_seconds, after=forward_queue,
+    findings = FindingQueue(downstream=downstream, metrics=metrics, timeout=config.forward_timeout_seconds,
+                            after=forward_queue,
                             spool=state.findings if state is not None else None,
                             on_delivered=annotator.offer if annotator is not None else None)
     if state is not None:
@@ -158,7 +159,7 @@ def _annotator(config: ReceiverConfig, metrics: Metrics) -> Optional[PhoenixAnno
     """The opt-in Phoenix trace annotations, fed with the finding spans the downstream took."""
     if not config.annotate_phoenix_url:
         return None
-    return PhoenixAnnotator(config.annotate_phoenix_url, config.phoenix_api_key, metrics,
+    return PhoenixAnnotator(url=config.annotate_phoenix_url, api_key=config.phoenix_api_key, metrics=metrics,
                             timeout=config.forward_timeout_seconds)
 
 

@@ -237,7 +237,7 @@ def open_state(config: ReceiverConfig) -> Opened:
     dedupe_size, dedupe_seconds = config.dedupe_size, config.dedupe_seconds
     queue = not config.findings_only and config.forward_queue_bytes > 0
     state = StateDir(path, fsync)
-    log = DedupeLog(state.path / "dedupe", size=dedupe_size, ttl_seconds=dedupe_seconds, fsync=fsync)
+    log = DedupeLog(directory=state.path / "dedupe", size=dedupe_size, ttl_seconds=dedupe_seconds, fsync=fsync)
     deduper = PersistentDeduper(max_size=dedupe_size, ttl_seconds=dedupe_seconds, log=log, restored=log.load())
     spool, recovered = None, []
     if queue:
