@@ -1,4 +1,4 @@
-"""The receiver's decode, twice: the Rust decoder (receiver/decode_native.py over native/src/otlp.rs)
+"""The receiver's decode, twice: the Rust decoder (receiver/ingest/decode_native.py over native/src/otlp.rs)
 against the Python reference (decode.decode_python over protobuf's parser). On recorded captures,
 generated requests, seeded and mutated bytes and hand-made wire edge cases, both give the same
 records (every field of every Decoded, calls included), the same rejections, and the same error

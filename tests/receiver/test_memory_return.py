@@ -1,6 +1,6 @@
 """Memory a burst took comes back once it is over (docs/reliability.md, "Overload"): the
 dedupe table and the side tables give back their dict tables, the caches a burst filled are
-emptied, and the receiver's timer says when (receiver/trim.py). Measured with tracemalloc,
+emptied, and the receiver's timer says when (receiver/ops/trim.py). Measured with tracemalloc,
 in process; the real process's resident memory is tests/reliability/test_overload.py.
 """
 

@@ -1,4 +1,4 @@
-"""`serve` runs the full garbage collections itself, at quiet moments (receiver/pauses.py)."""
+"""`serve` runs the full garbage collections itself, at quiet moments (receiver/ops/pauses.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Open runs saved at shutdown and restored at start (receiver/snapshot.py): a run split there is
+"""Open runs saved at shutdown and restored at start (receiver/state/snapshot.py): a run split there is
 judged exactly as the same run judged in one piece; a damaged or foreign snapshot is set aside
 with a log line and costs nothing else."""
 

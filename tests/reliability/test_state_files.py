@@ -1,4 +1,4 @@
-"""The state directory's files (receiver/spool.py, receiver/state.py) on their own: what a crash
+"""The state directory's files (receiver/state/spool.py, receiver/state/directory.py) on their own: what a crash
 leaves behind reads back, and what is damaged is set aside without costing the rest."""
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ class RunAssembler:
         return cut + self._emit(buffer, found)
 
     def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
-        """receiver/restart.py, rule 2: a run under way before this process started."""
+        """receiver/runs/restart.py, rule 2: a run under way before this process started."""
         if (self.restart is None or buffer.cut_reason is not None or buffer.restored
                 or not self.restart.cut(buffer.opened_at, d.start, buffer.run_id)):
             return []
@@ -197,7 +197,7 @@ class RunAssembler:
     def repack(self, copy: Callable[[str], str]) -> None:
         """Where each completed run's numbering stopped stays after a burst (a conversation may
         resume at any time), one entry per run made all through the burst, each holding the
-        memory around it. With its keys copied at once (receiver/trim.py) they lie together."""
+        memory around it. With its keys copied at once (receiver/ops/trim.py) they lie together."""
         self._completed.rekey(copy)
 
     # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
@@ -234,7 +234,7 @@ class RunAssembler:
 
     def flush(self, shutdown: bool = False) -> list[Span]:
         """Complete every open run; at `shutdown`, those not yet whole are marked cut
-        (receiver/restart.py, rule 1) rather than scored on half their calls."""
+        (receiver/runs/restart.py, rule 1) rather than scored on half their calls."""
         out: list[Span] = []
         for run_id in list(self.runs):
             buffer = self.runs[run_id]

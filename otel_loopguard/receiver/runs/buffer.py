@@ -116,7 +116,7 @@ class RunBuffer:
         self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
         self.opened_at = now
-        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/restart.py)
+        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/runs/restart.py)
         # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
         # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
         self.journal: Optional[list[tuple[Any, ...]]] = [] if journal else None
@@ -460,7 +460,7 @@ class RunBuffer:
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
 
     def cut(self, reason: str) -> list[Finding]:
-        """A receiver restart cut the run (receiver/restart.py): unscorable, said once."""
+        """A receiver restart cut the run (receiver/runs/restart.py): unscorable, said once."""
         if self.cut_reason is not None:
             return []
         self.cut_reason, self.incomplete = reason, True

@@ -4,7 +4,7 @@ Layout under `<state_dir>/queue/`: segment files `NNNNNNNN.seg`, each a file hea
 records appended in acceptance order, and beside each an `NNNNNNNN.ack` file of acknowledgements
 (8 bytes each: the record's offset times two, plus its kind). A record of the forward queue needs
 two: DELIVERED (the downstream took it, or refused it for good) and JUDGED (every run it fed
-has been completed and its findings queued, receiver/judged.py); a record of the finding queue
+has been completed and its findings queued, receiver/state/judged.py); a record of the finding queue
 needs only the first. A record is written before its sender is answered; a segment whose every
 record has all its acknowledgements, and that is no longer written to, is deleted. At start the
 records still missing one are read back, in order: undelivered ones go to the downstream first,
