@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the detection core (docs/testing.md): every mutant mutmut makes of
-# fingerprint/, policy/, progress/, detect/, findings/, score/ and receiver/assembly.py is
+# fingerprint/, policy/, progress/, detect/, findings/, score/ and receiver/runs/assembly.py is
 # run against the tests that cover it, and the score per module is printed.
 #
 #   bash scripts/mutation.sh                 # the whole core (hours on 2 shared cores: docs/testing.md)

@@ -90,7 +90,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 # Packages whose own folders are layered too, bottom first (same rule, inside the package).
-ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {}
+ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "receiver": (("config",), ("ops",), ("ingest",), ("runs",), ("state",), ("out",), ("serve",)),
+}
 
 
 def _module_name(path: Path) -> str:

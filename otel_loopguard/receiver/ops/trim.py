@@ -31,8 +31,8 @@ import os
 import sys
 from typing import Callable, Optional
 
-from ..fingerprint import Fingerprinter
-from ..otlp import spans, wire
+from ...fingerprint import Fingerprinter
+from ...otlp import spans, wire
 
 _log = logging.getLogger("otel_loopguard.receiver")
 

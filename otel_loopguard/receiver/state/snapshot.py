@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..calls import Evidence, GuardEvent, ModelCall, RawCall, ToolCall
-from ..fingerprint import Fingerprinter
-from .runs import RunBuffer
+from ...calls import Evidence, GuardEvent, ModelCall, RawCall, ToolCall
+from ...fingerprint import Fingerprinter
+from ..runs.buffer import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
@@ -174,8 +174,8 @@ def run_in(data: Any, fp: Fingerprinter, now: float) -> tuple[RunBuffer, list[by
     if not isinstance(journal, list):
         raise SnapshotError("run.journal: expected a list")
     ops = [_op_in(op) for op in journal]  # every entry checked before any is applied
-    buffer = RunBuffer(run_id, fp, now, first_seq, dense)
-    buffer.journal, buffer.restored = [], True
+    buffer = RunBuffer(run_id=run_id, fp=fp, now=now, first_seq=first_seq, dense_seq=dense, journal=True,
+                       restored=True)
     for op in ops:
         buffer.replay(op, now)
     buffer.roots.update(roots)

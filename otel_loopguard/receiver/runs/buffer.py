@@ -15,15 +15,15 @@ import json
 from dataclasses import replace
 from typing import Any, Optional, Union
 
-from ..bounded import BoundedMap
-from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
-from ..conventions.handoffs import resolve_targets, unresolved
-from ..detect import Run
-from ..findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
-from ..findings.otlp import MAX_INPUT_CHARS
-from ..fingerprint import Fingerprinter, fingerprint_call
-from ..otlp.order import order_calls
-from ..score import GuardTrail, feed_in_order, next_seq_after, score_fields
+from ...bounded import BoundedMap
+from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ...conventions.handoffs import resolve_targets, unresolved
+from ...detect import Run
+from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
+from ...findings.otlp import MAX_INPUT_CHARS
+from ...fingerprint import Fingerprinter, fingerprint_call
+from ...otlp.order import order_calls
+from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -79,7 +79,8 @@ def _without_payload(raw: RawCall) -> RawCall:
 
 
 class RunBuffer:
-    def __init__(self, run_id: str, fp: Fingerprinter, now: float, first_seq: int = 1, dense_seq: bool = False):
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, *, first_seq: int = 1, dense_seq: bool = False,
+                 journal: bool = False, restored: bool = False):
         self.run_id = run_id
         self._fp = fp
         self.run = Run(run_id, fp.policy)
@@ -115,11 +116,11 @@ class RunBuffer:
         self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
         self.last_activity = now
         self.opened_at = now
-        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/restart.py)
+        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/runs/restart.py)
         # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
         # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
-        self.journal: Optional[list[tuple[Any, ...]]] = None
-        self.restored = False  # rebuilt from a snapshot: the restart rule does not apply
+        self.journal: Optional[list[tuple[Any, ...]]] = [] if journal else None
+        self.restored = restored  # rebuilt from a snapshot: the restart rule does not apply
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
         self.waiting_parents: set[bytes] = set()  # parent spans its calls wait for (assembly.py, clock skew)
@@ -459,7 +460,7 @@ class RunBuffer:
         return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
 
     def cut(self, reason: str) -> list[Finding]:
-        """A receiver restart cut the run (receiver/restart.py): unscorable, said once."""
+        """A receiver restart cut the run (receiver/runs/restart.py): unscorable, said once."""
         if self.cut_reason is not None:
             return []
         self.cut_reason, self.incomplete = reason, True

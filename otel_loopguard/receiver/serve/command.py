@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import sys
 
-from ..errors import LoopguardError
-from .config import from_sources
+from ...errors import LoopguardError
+from ..config import from_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def prepare_process() -> None:
     """Before `run`, in a process started to serve: the allocator that gives memory back after
     a burst (trim.py; may replace the process with itself, once)."""
-    from . import trim
+    from ..ops import trim
 
     trim.serve_with_malloc()
 

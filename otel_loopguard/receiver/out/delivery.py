@@ -25,14 +25,14 @@ from collections import deque
 from typing import Optional
 
 from .downstream import RETRY_LATER, SENT, Downstream, cancel
-from .metrics import Metrics
-from .spool import Recovered, Ref, Spool
+from ..ops.metrics import Metrics
+from ..state.spool import Recovered, Ref, Spool
 
 _log = logging.getLogger("otel_loopguard.receiver")
 
 
 class ForwardQueue:
-    def __init__(self, downstream: Downstream, metrics: Metrics, capacity_bytes: int, consumers: int = 4,
+    def __init__(self, downstream: Downstream, metrics: Metrics, *, capacity_bytes: int, consumers: int = 4,
                  attempt_seconds: float = 5.0, spool: Optional[Spool] = None):
         self._spool = spool
         self._refs: dict[int, Ref] = {}  # item id -> its record on disk (with a spool)
@@ -160,9 +160,10 @@ class ForwardQueue:
         self._changed = asyncio.Event()
 
 
-def queue_for(downstream: Optional[Downstream], metrics: Metrics, capacity_bytes: int, consumers: int,
+def queue_for(downstream: Optional[Downstream], metrics: Metrics, *, capacity_bytes: int, consumers: int,
               attempt_seconds: float, spool: Optional[Spool] = None) -> Optional[ForwardQueue]:
     """Inline mode with a queue (capacity > 0); None for findings-only or the synchronous mode."""
     if downstream is None or capacity_bytes <= 0:
         return None
-    return ForwardQueue(downstream, metrics, capacity_bytes, consumers, attempt_seconds, spool)
+    return ForwardQueue(downstream=downstream, metrics=metrics, capacity_bytes=capacity_bytes, consumers=consumers,
+                        attempt_seconds=attempt_seconds, spool=spool)

@@ -27,8 +27,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from .config import ConfigError, ReceiverConfig
-from .dedupe import DUPLICATE, Content, Key, SpanDeduper
+from ..config import ConfigError, ReceiverConfig
+from ..ingest.dedupe import DUPLICATE, Content, Key, SpanDeduper
 from .spool import Spool, write_all
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -94,7 +94,7 @@ def _lock(fd: int) -> None:
 class DedupeLog:
     """Two generations of accepted keys on disk (see the module docstring)."""
 
-    def __init__(self, directory: Path, size: int, ttl_seconds: float, fsync: bool = False):
+    def __init__(self, directory: Path, *, size: int, ttl_seconds: float, fsync: bool = False):
         self._dir = directory
         self._size = size
         self._ttl_ns = int(ttl_seconds * 1e9)
@@ -214,8 +214,8 @@ class Opened:
     """A state directory opened at start: the deduper that remembers across restarts, the spool
     for the forward queue (None without a queue) and what the previous process left in it."""
 
-    def __init__(self, state: StateDir, deduper: PersistentDeduper, log: DedupeLog, spool: Optional[Spool],
-                 recovered: list[Any], findings: Spool, findings_recovered: list[Any]):
+    def __init__(self, *, state: StateDir, deduper: PersistentDeduper, log: DedupeLog, spool: Optional[Spool],
+                 recovered: list[Any], findings: Spool, findings_recovered: list[Any], dense_seq: bool):
         self.findings = findings
         self.findings_recovered = findings_recovered
         self.state = state
@@ -223,7 +223,7 @@ class Opened:
         self.spool = spool
         self.recovered = recovered
         self._log = log
-        self.dense_seq = False  # the receiver's dense_seq, saved with each open run (snapshot.py)
+        self.dense_seq = dense_seq  # the receiver's dense_seq, saved with each open run (snapshot.py)
 
     def close(self) -> None:
         self._log.close()
@@ -237,8 +237,8 @@ def open_state(config: ReceiverConfig) -> Opened:
     dedupe_size, dedupe_seconds = config.dedupe_size, config.dedupe_seconds
     queue = not config.findings_only and config.forward_queue_bytes > 0
     state = StateDir(path, fsync)
-    log = DedupeLog(state.path / "dedupe", dedupe_size, dedupe_seconds, fsync)
-    deduper = PersistentDeduper(dedupe_size, dedupe_seconds, log, log.load())
+    log = DedupeLog(directory=state.path / "dedupe", size=dedupe_size, ttl_seconds=dedupe_seconds, fsync=fsync)
+    deduper = PersistentDeduper(max_size=dedupe_size, ttl_seconds=dedupe_seconds, log=log, restored=log.load())
     spool, recovered = None, []
     if queue:
         spool = state.spool()
@@ -254,4 +254,5 @@ def open_state(config: ReceiverConfig) -> Opened:
     if state.previous_alive_ns is not None:
         _log.info("state dir %s: a previous receiver was alive until %s; %d span keys remembered",
                   path, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(state.previous_alive_ns / 1e9)), len(deduper))
-    return Opened(state, deduper, log, spool, recovered, findings, findings_recovered)
+    return Opened(state=state, deduper=deduper, log=log, spool=spool, recovered=recovered, findings=findings,
+                  findings_recovered=findings_recovered, dense_seq=config.dense_seq)

@@ -53,7 +53,7 @@ class RestartRule:
     the runs it completed listed), only the runs it judged or cut (`known_cut`) are marked
     when they go on here; start times are not needed."""
 
-    def __init__(self, previous_alive_ns: Optional[int], started_at: float, window_seconds: float,
+    def __init__(self, *, previous_alive_ns: Optional[int], started_at: float, window_seconds: float,
                  clean: bool = False, known_cut: frozenset[str] = frozenset()):
         self._boundary = None if previous_alive_ns is None else previous_alive_ns + int(HEARTBEAT_SECONDS * 2e9)
         self._until = started_at + window_seconds

@@ -9,7 +9,7 @@ run facts or guard decisions, it hands over the attribute values decode.py's pla
 decode.finish makes of them what _read_span does (the conventions stay in one place).
 
 The module is chosen by native.py (OTEL_LOOPGUARD_PURE_PYTHON=1 forces Python);
-without it `load()` gives None and decode.py's own path runs.
+without it `load()` gives None and decoder.py takes decode.py's own path.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
 
-from ..native import module as native_module
-from ..otlp.lite import LiteRequest
+from ...native import module as native_module
+from ...otlp.lite import LiteRequest
 from . import decode as reference
 
 _log = logging.getLogger("otel_loopguard.receiver")

@@ -23,9 +23,9 @@ from typing import Any, Optional, Sequence
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..otlp.values import attributes
+from ...otlp.values import attributes
 from .downstream import cancel, take_batch
-from .metrics import Metrics
+from ..ops.metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 ANNOTATION_NAME = "loopguard"
@@ -57,7 +57,7 @@ def annotation(span: Span) -> Optional[dict[str, Any]]:
 
 
 class PhoenixAnnotator:
-    def __init__(self, url: str, api_key: Optional[str], metrics: Metrics, capacity: int = 10_000,
+    def __init__(self, url: str, api_key: Optional[str], metrics: Metrics, *, capacity: int = 10_000,
                  batch: int = 100, timeout: float = 5.0):
         self._url = url.rstrip("/") + ROUTE
         self._headers = {"Content-Type": "application/json"}

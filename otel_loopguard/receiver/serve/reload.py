@@ -18,15 +18,15 @@ import asyncio
 import logging
 from typing import Callable, Optional
 
-from ..canon import DigestKey
-from ..errors import LoopguardError
-from ..fingerprint import Fingerprinter
-from ..policy import Policy, check_replacement, load_policy
-from .assembly import RunAssembler
-from .config import ReceiverConfig
-from .metrics import Metrics
-from ..watched import Stamp as FileStamp, file_stamp
-from .security import CertificateStore, Tokens, load_certificates, load_tokens
+from ...canon import DigestKey
+from ...errors import LoopguardError
+from ...fingerprint import Fingerprinter
+from ...policy import Policy, check_replacement, load_policy
+from ..runs.assembly import RunAssembler
+from ..config import ReceiverConfig
+from ..ops.metrics import Metrics
+from ...watched import Stamp as FileStamp, file_stamp
+from ..ops.security import CertificateStore, Tokens, load_certificates, load_tokens
 
 _log = logging.getLogger("otel_loopguard.receiver")
 Stamp = tuple[FileStamp, ...]
@@ -34,7 +34,7 @@ _WHAT = {"policy": "running policy", "tls": "TLS certificates", "tokens": "beare
 
 
 class Reloader:
-    def __init__(self, config: ReceiverConfig, key: DigestKey, assembler: RunAssembler, metrics: Metrics,
+    def __init__(self, *, config: ReceiverConfig, key: DigestKey, assembler: RunAssembler, metrics: Metrics,
                  certificates: Optional[CertificateStore], tokens: Optional[Tokens]):
         self._config = config
         self._key = key

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import grpc
 
-from .config import ConfigError, ReceiverConfig
+from ..config import ConfigError, ReceiverConfig
 from .metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -147,7 +147,7 @@ class BearerAuth(grpc.GenericRpcHandler):
 
 
 # -- TLS -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServerCertificates:
     """PEM bytes for gRPC and an ssl context for /metrics, checked: the key matches the chain,
     the CA bundle parses."""
@@ -186,7 +186,7 @@ def load_certificates(config: ReceiverConfig) -> Optional[ServerCertificates]:
             raise ConfigError(f"tls_client_ca_file: {config.tls_client_ca_file} holds no usable CA certificate "
                               f"({_reason(exc)})") from None
         context.verify_mode = ssl.CERT_REQUIRED
-    return ServerCertificates(chain, key, client_ca, context)
+    return ServerCertificates(chain=chain, key=key, client_ca=client_ca, context=context)
 
 
 def _reason(exc: Exception) -> str:

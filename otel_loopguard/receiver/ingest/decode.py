@@ -14,17 +14,17 @@ from typing import Any, Iterable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from ..calls import GuardEvent, ModelCall, RawCall
-from ..conventions import ModelSpan, ToolSpan, recognise
-from ..conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
-from ..conventions import attributes as conv
-from ..conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+from ...calls import GuardEvent, ModelCall, RawCall
+from ...conventions import ModelSpan, ToolSpan, recognise
+from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
+from ...conventions import attributes as conv
+from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                                 TOOL_CONVENTIONS)
-from ..findings.otlp import is_own_span
-from ..otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
-from ..otlp.pieces import cut
-from ..otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
-from ..otlp.values import any_value, attributes
+from ...findings.otlp import is_own_span
+from ...native import module as native_module
+from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
+from ...otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
+from ...otlp.values import any_value, attributes
 
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -128,19 +128,9 @@ class DecodedRequest:
     rejected: list[tuple[tuple[int, int, int], str]]  # where, why
 
 
-def decode(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None) -> DecodedRequest:
-    """Decode request bytes; raises DecodeError for bytes that are not a request, and
-    TooManySpans (counted before any span is read) for one of more than `max_spans`. The
-    native decoder (decode_native.py) answers when the Rust module is in use, else
-    decode_python, the reference: the same records, errors and messages."""
-    if _native is not None and data.__class__ is bytes:
-        return _native(data, run_id_attribute, max_spans)
-    return decode_python(data, run_id_attribute, max_spans)
-
-
 def decode_python(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None
                   ) -> DecodedRequest:
-    """decode() on protobuf's parser: the reference the native decoder is held to."""
+    """decode() (decoder.py) on protobuf's parser: the reference the native decoder is held to."""
     request = LiteRequest.FromString(data)
     if max_spans is not None:
         count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
@@ -168,27 +158,6 @@ def decode_python(data: bytes, run_id_attribute: Optional[str] = None, max_spans
                 except Exception:
                     _unreadable(d, span)
                 out.spans.append(d)
-    return out
-
-
-def decode_in_pieces(data: bytes, run_id_attribute: Optional[str] = None, max_spans: Optional[int] = None,
-                     piece_spans: int = 2048) -> DecodedRequest:
-    """decode(), for a large request: parsed a piece of at most `piece_spans` spans at a time
-    (otlp/pieces.py), so no single parse holds the interpreter long. Same records, same
-    positions in the whole request, same errors."""
-    pieces = cut(data, piece_spans)
-    if pieces is None or len(pieces) < 2:
-        return decode(data, run_id_attribute, max_spans)
-    count = sum(p.spans for p in pieces)
-    if max_spans is not None and count > max_spans:
-        raise TooManySpans(count, max_spans)
-    out = DecodedRequest([], [])
-    for piece in pieces:
-        part = decode(piece.data, run_id_attribute)
-        for d in part.spans:
-            d.where = (piece.resource, piece.scope, piece.first + d.where[2])
-        out.spans += part.spans
-        out.rejected += [((piece.resource, piece.scope, piece.first + i), why) for (_, _, i), why in part.rejected]
     return out
 
 
@@ -384,11 +353,5 @@ def reading_plans() -> dict[str, Any]:
 
 
 def path() -> str:
-    """"native" when decode() takes the Rust module's decoder, else "python"."""
-    return "python" if _native is None else "native"
-
-
-# The native decoder when the Rust module is in use (decode_native.py: it builds on the names above).
-from .decode_native import load as _load_native  # noqa: E402
-
-_native = _load_native()
+    """"native" when the receiver's decode() (decoder.py) takes the Rust module's decoder, else "python"."""
+    return "python" if native_module() is None else "native"

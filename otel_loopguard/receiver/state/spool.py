@@ -4,7 +4,7 @@ Layout under `<state_dir>/queue/`: segment files `NNNNNNNN.seg`, each a file hea
 records appended in acceptance order, and beside each an `NNNNNNNN.ack` file of acknowledgements
 (8 bytes each: the record's offset times two, plus its kind). A record of the forward queue needs
 two: DELIVERED (the downstream took it, or refused it for good) and JUDGED (every run it fed
-has been completed and its findings queued, receiver/judged.py); a record of the finding queue
+has been completed and its findings queued, receiver/state/judged.py); a record of the finding queue
 needs only the first. A record is written before its sender is answered; a segment whose every
 record has all its acknowledgements, and that is no longer written to, is deleted. At start the
 records still missing one are read back, in order: undelivered ones go to the downstream first,
@@ -52,7 +52,7 @@ class Ref:
     offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Recovered:
     ref: Ref
     payload: bytes
@@ -94,7 +94,8 @@ class Spool:
             for kind, done in ((DELIVERED, r.delivered), (JUDGED, r.judged and self._needed > 1)):
                 if done:
                     self.ack(ref, kind)
-            kept.append(Recovered(ref, r.payload, r.spans, r.keys, r.delivered, r.judged))
+            kept.append(Recovered(ref=ref, payload=r.payload, spans=r.spans, keys=r.keys, delivered=r.delivered,
+                                  judged=r.judged))
         for number in [n for n, count in self._pending.items() if count == 0 and n != self._active]:
             self._delete(number)
         undelivered = [r for r in kept if not r.delivered]
@@ -114,7 +115,8 @@ class Spool:
             kinds = acked.get(offset, set())
             delivered, judged = DELIVERED in kinds, self._needed < 2 or JUDGED in kinds
             if not (delivered and judged):
-                out.append(Recovered(Ref(number, offset), payload, spans, keys, delivered, judged))
+                out.append(Recovered(ref=Ref(number, offset), payload=payload, spans=spans, keys=keys,
+                                     delivered=delivered, judged=judged))
                 missing += (not delivered) + (not judged)
         if problem is None:
             self._pending[number] = missing

@@ -15,16 +15,16 @@ from typing import Callable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ..bounded import BoundedMap
-from ..findings import Finding
-from ..findings.otlp import Placement, finding_span, place, place_at, run_span
-from ..fingerprint import Fingerprinter
-from .budget import side_table_entries, working_bytes
-from .config import ReceiverConfig
-from .decode import Decoded
-from .metrics import Metrics
+from ...bounded import BoundedMap
+from ...findings import Finding
+from ...findings.otlp import Placement, finding_span, place, place_at, run_span
+from ...fingerprint import Fingerprinter
+from ..ops.budget import side_table_entries, working_bytes
+from ..config import ReceiverConfig
+from ..ingest.decode import Decoded
+from ..ops.metrics import Metrics
 from .restart import CUT_AT_SHUTDOWN, RestartRule
-from .runs import RunBuffer
+from .buffer import RunBuffer
 
 _log = logging.getLogger("otel_loopguard.receiver")
 MAX_ROOTS = 100_000
@@ -40,8 +40,13 @@ class RunAssembler:
         fp: Fingerprinter,
         config: ReceiverConfig,
         metrics: Metrics,
+        *,
         clock: Callable[[], float] = time.monotonic,
+        journal_runs: bool = False,
+        on_complete: Optional[Callable[[str], None]] = None,
     ):
+        """`journal_runs`: with a state_dir, runs keep their inputs for a snapshot (snapshot.py);
+        `on_complete` is told of every completed run (judged.py)."""
         self._fp = fp
         self._config = config
         self._metrics = metrics
@@ -64,9 +69,20 @@ class RunAssembler:
         # and when they came.
         self._spans_seen: BoundedMap[bytes, tuple[int, int, float]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
         self._tool_labels: set[str] = set()
-        self.restart: Optional[RestartRule] = None  # set by the server when a state_dir knows a predecessor
-        self.journal_runs = False  # with a state_dir: runs keep their inputs for a snapshot (snapshot.py)
-        self.on_complete: Optional[Callable[[str], None]] = None  # told of every completed run (judged.py)
+        self.restart: Optional[RestartRule] = None  # restored(): when a state_dir knows a predecessor
+        self.journal_runs = journal_runs
+        self.on_complete = on_complete
+
+    @classmethod
+    def restored(cls, fp: Fingerprinter, config: ReceiverConfig, metrics: Metrics, *,
+                 restore: Callable[[RunAssembler], RestartRule],
+                 on_complete: Optional[Callable[[str], None]] = None) -> RunAssembler:
+        """An assembler that goes on where a previous process stopped (state_dir), its runs kept
+        for a snapshot: `restore` feeds it what that process left and returns the rule for runs
+        its restart cut, which applies from then on, not to the runs it rebuilt (restart.py)."""
+        assembler = cls(fp, config, metrics, journal_runs=True, on_complete=on_complete)
+        assembler.restart = restore(assembler)
+        return assembler
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -121,7 +137,7 @@ class RunAssembler:
         return cut + self._emit(buffer, found)
 
     def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
-        """receiver/restart.py, rule 2: a run under way before this process started."""
+        """receiver/runs/restart.py, rule 2: a run under way before this process started."""
         if (self.restart is None or buffer.cut_reason is not None or buffer.restored
                 or not self.restart.cut(buffer.opened_at, d.start, buffer.run_id)):
             return []
@@ -181,7 +197,7 @@ class RunAssembler:
     def repack(self, copy: Callable[[str], str]) -> None:
         """Where each completed run's numbering stopped stays after a burst (a conversation may
         resume at any time), one entry per run made all through the burst, each holding the
-        memory around it. With its keys copied at once (receiver/trim.py) they lie together."""
+        memory around it. With its keys copied at once (receiver/ops/trim.py) they lie together."""
         self._completed.rekey(copy)
 
     # -- snapshots (state_dir, snapshot.py) -------------------------------------------------
@@ -218,7 +234,7 @@ class RunAssembler:
 
     def flush(self, shutdown: bool = False) -> list[Span]:
         """Complete every open run; at `shutdown`, those not yet whole are marked cut
-        (receiver/restart.py, rule 1) rather than scored on half their calls."""
+        (receiver/runs/restart.py, rule 1) rather than scored on half their calls."""
         out: list[Span] = []
         for run_id in list(self.runs):
             buffer = self.runs[run_id]
@@ -264,10 +280,8 @@ class RunAssembler:
             # A run id seen before in other traces: a conversation resuming after its run went
             # idle. Judged as a new run that goes on with the conversation's sequence.
             first_seq = self._completed.get(run_id) or 1
-            buffer = self.runs[run_id] = RunBuffer(run_id, self._fp, now, first_seq,
-                                                         self._config.dense_seq)
-            if self.journal_runs:
-                buffer.journal = []
+            buffer = self.runs[run_id] = RunBuffer(run_id=run_id, fp=self._fp, now=now, first_seq=first_seq,
+                                                   dense_seq=self._config.dense_seq, journal=self.journal_runs)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)

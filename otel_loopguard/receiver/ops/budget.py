@@ -26,13 +26,8 @@ gRPC and protobuf: about 50 MiB).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
-
-if TYPE_CHECKING:
-    from .assembly import RunAssembler
-    from .dedupe import SpanDeduper
-    from .delivery import ForwardQueue
-    from .downstream import FindingQueue
+from collections.abc import Sized
+from typing import Optional, Protocol
 
 MIB = 1024 * 1024
 # Resident bytes, not just live ones: the allocator's slack comes on top of what tracemalloc sees.
@@ -94,9 +89,38 @@ def largest_request(limit_bytes: int) -> int:
     return limit_bytes // 4 // REQUEST_FACTOR
 
 
+# What the budget reads of the structures it counts: it sits below them all (ops/), so it names
+# the few properties it needs rather than importing the stages.
+class Runs(Protocol):
+    """The run assembler (runs/assembly.py)."""
+
+    @property
+    def runs(self) -> Sized: ...
+    @property
+    def open_calls(self) -> int: ...
+    @property
+    def buffered_calls(self) -> int: ...
+    @property
+    def side_entries(self) -> int: ...
+
+
+class Findings(Protocol):
+    """The finding queue (out/finding_queue.py)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+class Queue(Protocol):
+    """The forward queue (out/delivery.py)."""
+
+    @property
+    def size_bytes(self) -> int: ...
+
+
 class MemoryBudget:
-    def __init__(self, limit_bytes: int, max_open_runs: int, max_buffered_calls: int, deduper: "SpanDeduper",
-                 assembler: "RunAssembler", findings: "FindingQueue", queue: Optional["ForwardQueue"]):
+    def __init__(self, *, limit_bytes: int, max_open_runs: int, max_buffered_calls: int, deduper: Sized,
+                 assembler: Runs, findings: Findings, queue: Optional[Queue]):
         self.limit = limit_bytes
         self._max_runs = max_open_runs
         self._max_calls = max_buffered_calls

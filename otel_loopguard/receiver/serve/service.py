@@ -50,15 +50,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from .assembly import RunAssembler
-from .budget import MIB, MemoryBudget, largest_request, working_bytes
-from .config import ReceiverConfig
-from .decode import Decoded, DecodedRequest, TooManySpans, decode, decode_in_pieces
-from .dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
-from .judged import JudgedLog
-from .delivery import ForwardQueue
-from .downstream import DATA_FAULTS, REJECTED, SENT, Downstream, FindingQueue, SendResult
-from .metrics import Metrics
+from ..runs.assembly import RunAssembler
+from ..ops.budget import MIB, MemoryBudget, largest_request, working_bytes
+from ..config import ReceiverConfig
+from ..ingest.decode import Decoded, DecodedRequest, TooManySpans
+from ..ingest.decoder import decode, decode_in_pieces
+from ..ingest.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from ..state.judged import JudgedLog
+from ..out.delivery import ForwardQueue
+from ..out.downstream import DATA_FAULTS, REJECTED, SENT, Downstream, SendResult
+from ..out.finding_queue import FindingQueue
+from ..ops.metrics import Metrics
 
 _log = logging.getLogger("otel_loopguard.receiver")
 LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop, and in pieces, from this size on
@@ -69,6 +71,7 @@ SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 class TraceReceiver:
     def __init__(
         self,
+        *,
         config: ReceiverConfig,
         assembler: RunAssembler,
         deduper: SpanDeduper,
@@ -77,10 +80,14 @@ class TraceReceiver:
         metrics: Metrics,
         forward_queue: Optional[ForwardQueue] = None,
         budget: Optional[MemoryBudget] = None,
+        judged: Optional[JudgedLog] = None,
     ):
+        """`judged`: with a state_dir and a forward queue, which requests still feed open runs (judged.py)."""
         self._config = config
-        self._budget = budget or MemoryBudget(working_bytes(config.memory_limit_mib), config.max_open_runs,
-                                              config.max_buffered_calls, deduper, assembler, findings, forward_queue)
+        self._budget = budget or MemoryBudget(
+            limit_bytes=working_bytes(config.memory_limit_mib), max_open_runs=config.max_open_runs,
+            max_buffered_calls=config.max_buffered_calls, deduper=deduper, assembler=assembler, findings=findings,
+            queue=forward_queue)
         self._largest = largest_request(self._budget.limit)
         self._queue = forward_queue
         self._assembler = assembler
@@ -89,7 +96,7 @@ class TraceReceiver:
         self._findings = findings
         self._metrics = metrics
         self._in_flight: set[bytes] = set()
-        self.judged: Optional[JudgedLog] = None  # with a state_dir (judged.py)
+        self.judged = judged
         self._deliveries: set[asyncio.Future[Any]] = set()
         self.handling = 0  # requests between arrival and answer
         self._arrived = time.monotonic()  # the last request's arrival
