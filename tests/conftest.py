@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 REAL_FOLDERS = frozenset({"collector", "e2e", "frameworks", "reliability"})
 # Modules that start `serve`, the CLI, a browser, mypy, pip or a gRPC server in most tests.
 REAL_MODULES = frozenset({
-    "test_setup_scripts.py", "test_ci_docs.py", "test_smoke.py", "test_types.py", "test_docs.py",
+    "test_setup_scripts.py", "test_ci_docs.py", "test_smoke.py", "test_types.py",
     "audit/test_audit_cli.py", "audit/test_audit_fixtures.py", "calibrate/test_calibrate_cli.py",
     "calibrate/test_html_browser.py", "native/test_ci_rule.py",
     # the receiver's own tests run it as a real gRPC server
