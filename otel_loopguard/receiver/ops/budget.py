@@ -1,11 +1,10 @@
 """The receiver's memory bound: every structure that grows with traffic counts toward one limit.
 
-The estimate is held to two thirds of `memory_limit_mib` less 48 MiB (working_bytes). The
-48 MiB is what handling requests costs whatever the bound (gRPC's buffers, protobuf's parses,
-the garbage of decoding not yet reused: about 40-45 MiB above the idle process in the overload
-scenario of bench/chaos.py, even with tiny structures); the third is the allocators' slack,
-freed memory that a few surviving objects pin (CPython's pools, glibc's heap). The working
-bytes are split in quarters so no one structure can starve the others:
+The estimate is held to two thirds of `memory_limit_mib` less a fixed allowance
+(working_bytes). The allowance is what handling requests costs whatever the bound (gRPC's
+buffers, protobuf's parses, the garbage of decoding not yet reused); the third is the
+allocators' slack, freed memory that a few surviving objects pin (CPython's pools, glibc's
+heap). The working bytes are split in quarters so no one structure can starve the others:
 - the dedupe table holds at most a quarter's worth of entries (fewer if `dedupe_size` says
   so); beyond that its oldest entries go (counted: `dedupe_evictions_total`);
 - the forward queue holds at most a quarter (or `forward_queue_bytes`, if smaller); full, it
@@ -17,10 +16,10 @@ bytes are split in quarters so no one structure can starve the others:
   tables. When the whole estimate would pass the limit, a request is answered UNAVAILABLE
   with RetryInfo before it is decoded.
 
-The costs are estimates per entry, measured (tracemalloc, then the RSS of the overload
-scenario in bench/chaos.py) and rounded up, so the estimate runs ahead of the heap and the
-process's resident memory stays within the limit plus its fixed baseline (the interpreter,
-gRPC and protobuf: about 50 MiB).
+The costs are estimates per entry, measured (tracemalloc, then the resident memory of the
+overload scenario in bench/chaos.py) and rounded up, so the estimate runs ahead of the heap and
+the process's resident memory stays within the limit plus its fixed baseline (the interpreter,
+gRPC and protobuf). The measurements behind each constant: docs/performance.md, "Memory bound".
 """
 
 from __future__ import annotations
@@ -31,16 +30,16 @@ from typing import Optional, Protocol
 
 MIB = 1024 * 1024
 # Resident bytes, not just live ones: the allocator's slack comes on top of what tracemalloc sees.
-DEDUPE_ENTRY_BYTES = 240  # key, content id, age entry (tracemalloc: ~95 B; resident: ~225 B)
-RUN_BYTES = 32 * 1024  # an open run: its detector, trail and maps (tracemalloc: ~15-18 KiB with 8 calls)
+DEDUPE_ENTRY_BYTES = 240  # key, content id, age entry
+RUN_BYTES = 32 * 1024  # an open run: its detector, trail and maps
 CALL_BYTES = 640  # each call an open run has seen: the detector's bounded containers grow with it
-HELD_CALL_BYTES = 400  # a call held for order (bench/bench_receiver.py: ~390 B)
+HELD_CALL_BYTES = 400  # a call held for order
 SIDE_ENTRY_BYTES = 200  # an entry of the side tables (roots, completed runs, parent times)
 FINDING_SPAN_BYTES = 4096  # a finding or run span waiting for the downstream
-# A request being handled: its bytes, the protobuf parse, and ~800 B of decoded facts per
-# span (a span is ~200-3000 B on the wire): four times its size covers the three at once.
+# A request being handled: its bytes, the protobuf parse and its decoded facts: four times its
+# size covers the three at once.
 REQUEST_FACTOR = 4
-DECODED_SPAN_BYTES = 1024  # a decoded span's facts (tracemalloc: ~800 B)
+DECODED_SPAN_BYTES = 1024  # a decoded span's facts
 SHED_TO = 0.9  # shed runs down to this fraction of their bounds: not one run per request
 
 
@@ -163,7 +162,7 @@ class MemoryBudget:
         return cost
 
     def reserve_decoded(self, size: int, spans: int) -> int:
-        """Once decoded, what a request's facts take beyond the first guess (~1 KiB a span)."""
+        """Once decoded, what a request's facts take beyond the first guess."""
         cost = max(0, size * 2 + spans * DECODED_SPAN_BYTES - size * REQUEST_FACTOR)
         self.requests += cost
         return cost

@@ -6,11 +6,10 @@ bounded side tables, is memory the allocators keep for reuse:
 - CPython's small-object allocator (pymalloc) returns a 1 MiB arena only when every object in
   it is gone. A burst spreads objects that outlive it (cache entries, side-table entries,
   asyncio and gRPC internals) over every arena it used, so nearly all of them stay, mostly
-  empty: measured after the overload flood with every table and cache emptied by hand, 77
-  arenas (77 MiB) holding 13 MiB of objects, as many as the idle process keeps in 16.
+  empty (docs/performance.md, "Memory bound", has the measurement).
 - glibc keeps freed chunks for reuse; `malloc_trim` hands back every whole free page, but a
   page with one live object in it stays. Under `PYTHONMALLOC=malloc` (every Python object
-  from glibc) that 4 KiB granularity, rather than pymalloc's 1 MiB, is what lets memory go
+  from glibc) that page granularity, rather than pymalloc's arenas, is what lets memory go
   back after a burst.
 So after a burst (`Trimmer`) the receiver empties its caches whose entries were made all
 through it (the digest memo, the OTLP encoding caches: they refill within a few requests),
