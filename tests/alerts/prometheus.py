@@ -35,6 +35,12 @@ JOB = "otel-loopguard"  # the job name LoopguardReceiverDown assumes (docs/alert
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+def dashboard_exprs() -> list[str]:
+    """Every query of the dashboard's panels, Grafana's variables ($job, $__range, ...) left in."""
+    doc = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return [t["expr"] for p in doc["panels"] for t in p.get("targets", [])]
+
+
 def program(name: str) -> str:
     """Path of `prometheus` or `promtool`; on CI (CI=true) a missing one fails, elsewhere it skips saying why."""
     found = shutil.which(name)

@@ -29,8 +29,7 @@ from e2e.agents import TOOL, run_agents
 from live import ReceiverProcess, child_env, free_port, tail, wait_until
 from receiver.harness import Sink
 
-from .prometheus import JOB, Prometheus, program, running_prometheus
-from .test_rules import dashboard_exprs
+from .prometheus import JOB, Prometheus, dashboard_exprs, program, running_prometheus
 
 pytestmark = pytest.mark.real
 

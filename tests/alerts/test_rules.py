@@ -22,7 +22,7 @@ import yaml
 from live import ROOT
 from otel_loopguard.receiver.metrics import HELP, PREFIX
 
-from .prometheus import DASHBOARD, RULES, UNIT_TESTS, promtool
+from .prometheus import DASHBOARD, RULES, UNIT_TESTS, dashboard_exprs, promtool
 
 TARGET_LABELS = {"job", "instance"}  # what Prometheus adds to every scraped series
 PROMETHEUS_OWN = {"up", "ALERTS"}  # series Prometheus itself makes
@@ -41,11 +41,6 @@ def rules() -> list[dict[str, Any]]:
 
 def alert_names() -> list[str]:
     return [rule["alert"] for rule in rules() if "alert" in rule]
-
-
-def dashboard_exprs() -> list[str]:
-    doc = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    return [t["expr"] for p in doc["panels"] for t in p.get("targets", [])]
 
 
 def exported_labels() -> dict[str, set[str]]:
