@@ -14,20 +14,20 @@ if [ "${1:-}" = "--fast" ]; then
   bash scripts/setup.sh test,frameworks,phoenix
   LOOPGUARD_FAST=1 exec .venv/bin/python -m pytest -q -n 2 -m "not real" "$@"
 fi
-say "step 1/6: the test virtualenv .venv (test, frameworks, Phoenix)"
+say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix)"
 bash scripts/setup.sh test,frameworks,phoenix
 # A second virtualenv for the one instrumentation that cannot share the first (see pyproject).
-say "step 2/6: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
+say "step 2/7: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
 VENV=.venv-genai bash scripts/setup.sh genai_contrib
 # The real OpenTelemetry Collector for tests/collector/ (built once per manifest, then reused).
-say "step 3/6: the OpenTelemetry Collector for tests/collector/"
+say "step 3/7: the OpenTelemetry Collector for tests/collector/"
 if command -v go >/dev/null 2>&1; then
   say "Collector ready: $(bash scripts/otelcol.sh)"
 else
   echo "test.sh: 'go' not found: the Collector tests will skip (on CI they fail); apt-get install golang-go" >&2
 fi
 # The real Jaeger for tests/e2e/test_jaeger.py (built once from the Go module proxy, then reused).
-say "step 4/6: Jaeger (all-in-one) for tests/e2e/test_jaeger.py"
+say "step 4/7: Jaeger (all-in-one) for tests/e2e/test_jaeger.py"
 if command -v go >/dev/null 2>&1; then
   say "Jaeger ready: $(bash scripts/jaeger.sh)"
 else
@@ -35,7 +35,7 @@ else
 fi
 # A real browser for the HTML report tests (tests/calibrate/test_html_browser.py): Debian's
 # chromium package. Missing, the test skips on a workstation and fails on CI (CI is set).
-say "step 5/6: Chromium for the HTML report tests"
+say "step 5/7: Chromium for the HTML report tests"
 if command -v chromium >/dev/null 2>&1; then
   say "Chromium ready: $(command -v chromium)"
 elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -49,12 +49,43 @@ elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then
 else
   echo "test.sh: 'chromium' not found and no apt-get to install it: the browser test will skip (on CI it fails)" >&2
 fi
+# A real Prometheus for the alert tests (tests/alerts/: promtool checks and unit-tests
+# alerts/otel-loopguard.rules.yaml; a prometheus server scrapes a real receiver): Debian's
+# prometheus package, which ships both. Where it cannot be installed the alert tests skip on a
+# workstation, and this script stops on CI (CI=true). On a machine run by systemd the package
+# also starts its own service on :9090; the tests run theirs on a free loopback port.
+say "step 6/7: Prometheus and promtool for tests/alerts/"
+if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
+  say "Prometheus ready: $(prometheus --version 2>&1 | head -n 1)"
+else
+  prometheus_missing=""
+  as_root=""
+  [ "$(id -u)" = 0 ] || as_root="sudo"
+  if command -v apt-get >/dev/null 2>&1 && { [ -z "$as_root" ] || command -v sudo >/dev/null 2>&1; }; then
+    say "prometheus not found: installing Debian's prometheus package (with promtool) with ${as_root:+sudo }apt-get (a minute, once)"
+    if $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q \
+        && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus \
+        && command -v promtool >/dev/null 2>&1; then
+      say "Prometheus ready: $(prometheus --version 2>&1 | head -n 1)"
+    else
+      prometheus_missing="apt-get could not install Debian's prometheus package"
+    fi
+  else
+    prometheus_missing="'prometheus' not found and no apt-get to install it"
+  fi
+  if [ -n "$prometheus_missing" ] && [ "${CI:-}" = true ]; then
+    echo "test.sh: $prometheus_missing: the alert tests (tests/alerts/) need it on CI; stopping" >&2
+    exit 1
+  elif [ -n "$prometheus_missing" ]; then
+    echo "test.sh: $prometheus_missing: the alert tests (tests/alerts/) will skip (on CI they fail)" >&2
+  fi
+fi
 # The fingerprint path the suite runs on (setup.sh built the Rust module if cargo is present;
 # OTEL_LOOPGUARD_PURE_PYTHON=1 runs it on the Python path).
 say "fingerprint path: $(.venv/bin/python -c 'from otel_loopguard import native; print(native.PATH)')"
 # Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
 # up to a minute), a line every 8 s names it (scripts/talk.sh).
-say "step 6/6: the test suite (pytest -v)"
+say "step 7/7: the test suite (pytest -v)"
 set +e
 .venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
 status=${PIPESTATUS[0]}

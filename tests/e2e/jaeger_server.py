@@ -1,11 +1,12 @@
 """A real Jaeger for the end-to-end test: the build, a loopback configuration, a process, its query API.
 
 The binary is the one `scripts/jaeger.sh` builds from the Go module proxy (Jaeger's `cmd/jaeger`,
-module v1.76.0: the all-in-one of Jaeger v2, an OpenTelemetry Collector distribution). It runs
-with in-memory storage and the configuration docs/deployment.md gives, as written there except
-for the addresses: its OTLP/gRPC receiver and its query service (the HTTP JSON API the Jaeger
-UI reads, `/api/...`) on 127.0.0.1 and free ports, and nothing else listening (no Jaeger,
-Zipkin or sampling endpoints, no metrics port).
+module v1.75.0, the approved release: the all-in-one of Jaeger v2, an OpenTelemetry Collector
+distribution, built without the UI's web assets, so it serves no UI). It runs with in-memory
+storage and the configuration docs/deployment.md gives, as written there except for the
+addresses: its OTLP/gRPC receiver and its query service (the HTTP JSON API the Jaeger UI reads,
+`/api/...`) on 127.0.0.1 and free ports, and nothing else listening (no Jaeger, Zipkin or
+sampling endpoints, no metrics port).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """End to end on Jaeger: app -> `otel-loopguard serve --forward` -> Jaeger, read back as Jaeger shows it.
 
 Jaeger is the real program, built from the Go module proxy by `scripts/jaeger.sh` (module
-github.com/jaegertracing/jaeger v1.76.0, `cmd/jaeger`: the all-in-one of Jaeger v2) and run
+github.com/jaegertracing/jaeger v1.75.0, `cmd/jaeger`: the all-in-one of Jaeger v2, no UI) and run
 with in-memory storage, its OTLP/gRPC receiver and query service on loopback
 (`jaeger_server.py`). Two scripted agents in this process, traced with the real OpenTelemetry
 SDK and `otel_loopguard.install()`, export over OTLP/gRPC to the receiver, run as a subprocess
