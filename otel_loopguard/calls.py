@@ -50,6 +50,10 @@ class RawCall:
     # loopguard.result.exact_digest: the result's digest before volatile-shaped values were
     # masked, when masking changed it (result_digest is the masked one).
     result_exact_digest: Optional[str] = None
+    # The result's and arguments' equivalence sketches as a tagged span carries them
+    # (loopguard.result.shape_digest, .items, ...; docs/equivalence.md), for a call whose
+    # payloads are absent. None: computed from the payloads, if any.
+    equivalence: Optional["Equivalence"] = None
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "RawCall":
         """A copy in its place in the run (otlp/order.py): every other field kept."""
@@ -70,6 +74,32 @@ class Evidence:
     cursor: Optional[str] = None
     item_ids: tuple[int, ...] = ()
     error_count: Optional[int] = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Equivalence:
+    """What makes two calls "the same" beyond equal digests (docs/equivalence.md): keyed
+    sketches of the result's shape and items and of the arguments, never content.
+
+    Built by fingerprint_call from payloads, or read from a tagged span's attributes."""
+
+    shape: Optional[str] = None  # keyed digest of the result's shape form, when it differs from `result`
+    items: tuple[int, ...] = ()  # keyed 64-bit hashes of the result's content items, sampled (see level)
+    item_count: Optional[int] = None  # content items the result holds; None: not known
+    level: int = 0  # items kept are those whose hash has `level` leading zero bits (0: all)
+    collection: bool = False  # the result holds a list (a read's answer, even empty)
+    echoed: int = 0  # parts of the result that only repeat the call's own arguments
+    sketch: Optional[tuple[int, ...]] = None  # the arguments' similarity sketch (fixed size)
+    failed: Optional[str] = None  # the result field or convention that reports a failure
+
+    @property
+    def ack(self) -> bool:
+        """No content of its own: empty, status words only, or its own arguments echoed,
+        and no list (an empty list is a read that found nothing, not an acknowledgement)."""
+        return self.item_count == 0 and not self.collection
+
+
+NO_EQUIVALENCE = Equivalence()
 
 
 @dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
@@ -95,6 +125,8 @@ class ToolCall:
     # The result's digest with nothing masked, when masking volatile-shaped values changed it
     # (`result` is the masked one): new information across actions is judged on this one.
     exact: Optional[str] = None
+    # Shape digest, item hashes, argument sketch, result-reported failure (docs/equivalence.md).
+    equivalence: Equivalence = NO_EQUIVALENCE
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "ToolCall":
         """A copy in its place in the run (see RawCall.renumbered)."""

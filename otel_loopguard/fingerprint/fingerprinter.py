@@ -16,7 +16,9 @@ from ..canon.fast import orjson_canonical, orjson_flat, parse_and_serialise
 from ..canon.keys import DigestKey
 from ..canon.volatile import Masker
 from ..paths import get_path, without_paths
+from ..calls import NO_EQUIVALENCE, Equivalence
 from ..policy import Policy, ToolRule
+from .equivalence import Keyed, of_call
 
 
 _NO_KEYS: frozenset[str] = frozenset()
@@ -66,6 +68,7 @@ class Fingerprinter:
         self._prefixes: dict[tuple[str, str], Any] = {}  # (domain, tool) -> prepared HMAC state
         self._native_prefixes: dict[tuple[str, str], Any] = {}  # the same, in the Rust module
         self._maskers: dict[tuple[str, ...], Masker] = {}  # meaningful fields -> their masker
+        self._keyed: Optional[Keyed] = None  # item and sketch keys, derived on first use
 
     @property
     def key_id(self) -> str:
@@ -295,6 +298,31 @@ class Fingerprinter:
     def _json_digest(self, domain: str, tool: str, canonical: bytes) -> str:
         """`_digest` of canonical JSON already in UTF-8, with no identity (the native paths)."""
         return self.key.digest_after(self._prefix(domain, tool), _JSON_NO_IDENTITY + canonical)
+
+    # -- equivalence (docs/equivalence.md): fingerprint/equivalence.py, with this key and policy --
+    @property
+    def keyed(self) -> Keyed:
+        keyed = self._keyed
+        if keyed is None:
+            keyed = self._keyed = Keyed(self.key)
+        return keyed
+
+    def equivalence(self, rule: ToolRule, arguments: Any, args_value: Any, result: Any, finished: bool) -> Equivalence:
+        """Shape digest, item hashes, argument sketch and reported failure of one call."""
+        eq = self.policy.equivalence_for(rule)
+        if eq.exempt:
+            return NO_EQUIVALENCE
+        return of_call(self, rule, eq, arguments, args_value, result, finished)
+
+    def volatile(self, rule: ToolRule) -> frozenset[str]:
+        return self._volatile(rule)
+
+    def masker(self, rule: ToolRule) -> Optional[Masker]:
+        return self._masker(rule)
+
+    def digest_form(self, domain: str, tool: str, form: str, text: str) -> str:
+        """A keyed digest of canonical text in `form`, without identity."""
+        return self._digest(domain, tool, form, text, "")
 
     def forget_memo(self) -> None:
         """Start the digest memos over (a receiver after a burst): replaced whole, as when full."""

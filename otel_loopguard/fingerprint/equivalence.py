@@ -1,0 +1,115 @@
+"""A call's equivalence sketches from its payloads (docs/equivalence.md): the shape digest,
+the keyed item hashes, the argument sketch, echoes and a failure the result reports.
+
+Everything here is keyed with keys derived from the digest key (HMAC of a fixed label), so
+item hashes and sketches are comparable within one key id and nowhere else, like digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Optional
+
+from ..calls import Equivalence
+from ..canon.canonical import parse
+from ..canon.fast import parse_and_serialise
+from ..canon.keys import DigestKey
+from ..canon.shape import shape_changed
+from ..canon.sketch import sketch, tokens
+from ..conventions.failures import failure
+from ..paths import get_path
+from ..policy import EquivalenceRule
+from .items import NO_ECHO, Echo, decompose
+
+ITEM_CAP = 32  # item hashes kept per result (and sent on the span): docs/equivalence.md
+ITEM_BITS = 64
+
+
+def derived_key(key: DigestKey, label: str) -> bytes:
+    """A 16-byte key for one use, one-way from the digest key."""
+    return bytes.fromhex(key.digest(f"loopguard.v1\x00derived\x00{label}".encode()))
+
+
+class Keyed:
+    """Keyed 64-bit hashes for items and sketch tokens (BLAKE2b in keyed mode)."""
+
+    __slots__ = ("_items", "_tokens")
+
+    def __init__(self, key: DigestKey):
+        self._items = hashlib.blake2b(key=derived_key(key, "item"), digest_size=8)
+        self._tokens = hashlib.blake2b(key=derived_key(key, "sketch"), digest_size=8)
+
+    def item(self, text: str) -> int:
+        h = self._items.copy()
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return int.from_bytes(h.digest(), "big")
+
+    def token(self, text: str) -> int:
+        h = self._tokens.copy()
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return int.from_bytes(h.digest(), "big")
+
+
+def leading_zeros(h: int) -> int:
+    return ITEM_BITS - h.bit_length()
+
+
+def sampled(hashes: set[int]) -> tuple[tuple[int, ...], int]:
+    """(the kept hashes in ascending order, level): every hash with at least `level` leading
+    zero bits, the smallest level that keeps at most ITEM_CAP. The same items always keep the
+    same sample, and a subset's sample at that level is a subset of the whole's."""
+    level = 0
+    kept = hashes
+    while len(kept) > ITEM_CAP:
+        level += 1
+        kept = {h for h in kept if leading_zeros(h) >= level}
+    return tuple(sorted(kept)), level
+
+
+def argument_value(arguments: Any, max_bytes: int) -> Any:
+    return parse(arguments, max_bytes=max_bytes).value
+
+
+def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value: Any, result: Any,
+            finished: bool) -> Equivalence:
+    """The Equivalence of one call under `eq` (fp: the Fingerprinter, for its digests)."""
+    policy = fp.policy
+    if args_value is None and arguments is not None:
+        args_value = argument_value(arguments, policy.max_bytes)
+    keyed = fp.keyed
+    sk = None
+    if eq.similarity is not None and args_value is not None:
+        source = _fields(args_value, eq.sketch_fields) if eq.sketch_fields else args_value
+        sk = sketch(tokens(source), keyed.token)
+    if not finished:
+        return Equivalence(sketch=sk)
+    if result is None:  # no output recorded: an empty answer
+        return Equivalence(item_count=0, sketch=sk)
+    value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
+    shape = _shape_digest(fp, rule, eq, form, text)
+    failed = failure(value, form, eq.failure_fields, eq.failure_text) if (eq.failure_fields or eq.failure_text) else None
+    if not eq.items:
+        return Equivalence(shape=shape, sketch=sk, failed=failed)
+    echo = Echo(args_value) if eq.echo and args_value is not None else NO_ECHO
+    found = decompose(value, form, eq, echo)
+    hashes = {keyed.item(t) for t in found.texts}
+    items, level = sampled(hashes)
+    return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, collection=found.collection,
+                       echoed=found.echoed, sketch=sk, failed=failed)
+
+
+def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str) -> Optional[str]:
+    """The result's digest in shape form, or None when shape masking changes nothing (or is
+    off: by the policy, or for a tool whose ids are meaningful)."""
+    if not eq.shape or rule.meaningful_fields:
+        return None
+    masker = fp.masker(rule) if form == "json" else None
+    if form == "json" and masker is None:
+        return None  # the tool turned volatile values off: its ids and times are the answer
+    base = (masker.text(text) if masker is not None else None) or text
+    shaped = shape_changed(base)
+    return None if shaped is None else fp.digest_form("result", "", form, shaped)
+
+
+def _fields(value: Any, paths: tuple[str, ...]) -> list[Any]:
+    return [get_path(value, p) for p in paths]
