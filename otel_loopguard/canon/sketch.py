@@ -20,19 +20,21 @@ EMPTY = 0xFFFF  # a slot no token fell into (a real value is at most 0xFFFE)
 MAX_TOKENS = 512  # distinct tokens hashed per call: enough to tell prompts apart, bounded cost
 _SLOT_BITS = 4  # log2(SLOTS)
 _TOKEN = re.compile(r"\w+")
+_DIGIT = re.compile(r"\d")
 
 Sketch = tuple[int, ...]
 
 
 def tokens(value: Any, limit: int = MAX_TOKENS) -> set[str]:
-    """Lower-cased word tokens of every string and number in a parsed value; keys are left
-    out (every call of a tool has the same keys)."""
+    """Word tokens of every string and number in a parsed value; keys are left out (every
+    call of a tool has the same keys). Words are lower-cased, id-like tokens (with a digit)
+    kept as they are: "Python" is "python", but order "A12" is not order "a12"."""
     out: set[str] = set()
     stack = [value]
     while stack and len(out) < limit:
         v = stack.pop()
         if isinstance(v, str):
-            out.update(t.lower() for t in _TOKEN.findall(v))
+            out.update(t if _DIGIT.search(t) else t.lower() for t in _TOKEN.findall(v))
         elif isinstance(v, dict):
             stack.extend(v.values())
         elif isinstance(v, (list, tuple)):

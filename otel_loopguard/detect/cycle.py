@@ -8,7 +8,9 @@ the check per call is O(max_period).
 Results are compared by default because alternating calls are often work: a
 read-modify-write loop over a counter, a poll-then-fetch pair whose answers move,
 an edit-then-test pair whose test output changes. Their actions repeat, their
-results do not (docs/policy.md#cycle).
+results do not (docs/policy.md#cycle). A result is compared in its shape form (volatile
+fragments inside text masked, docs/equivalence.md): a failing pair whose log lines differ
+only in their timestamps is the same pair.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class CycleDetector:
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
-        sig = (call.action, call.result, call.ok) if self._by_results else (call.action, None, None)
+        sig = (call.action, call.equivalence.shape or call.result, call.ok) if self._by_results else (
+            call.action, None, None)
         recent = self._recent
         matched = self._matched
         repeating = False

@@ -71,7 +71,7 @@ def argument_value(arguments: Any, max_bytes: int) -> Any:
 
 
 def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value: Any, result: Any,
-            finished: bool) -> Equivalence:
+            finished: bool, identity: str = "") -> Equivalence:
     """The Equivalence of one call under `eq` (fp: the Fingerprinter, for its digests)."""
     policy = fp.policy
     if args_value is None and arguments is not None:
@@ -80,7 +80,10 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     sk = None
     if eq.similarity is not None and args_value is not None:
         source = _fields(args_value, eq.sketch_fields) if eq.sketch_fields else args_value
-        sk = sketch(tokens(source), keyed.token)
+        words = tokens(source)
+        # Declared identity (a tenant) keeps actions apart: it salts every token, so two
+        # tenants' alike requests get unrelated sketches.
+        sk = sketch(words if not identity else {f"{identity}\x00{w}" for w in words}, keyed.token)
     if not finished:
         return Equivalence(sketch=sk)
     if result is None:  # no output recorded: an empty answer

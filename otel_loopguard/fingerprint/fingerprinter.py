@@ -307,12 +307,14 @@ class Fingerprinter:
             keyed = self._keyed = Keyed(self.key)
         return keyed
 
-    def equivalence(self, rule: ToolRule, arguments: Any, args_value: Any, result: Any, finished: bool) -> Equivalence:
+    def equivalence(self, rule: ToolRule, arguments: Any, args_value: Any, result: Any, finished: bool,
+                    identity: Optional[Mapping[str, Any]] = None) -> Equivalence:
         """Shape digest, item hashes, argument sketch and reported failure of one call."""
         eq = self.policy.equivalence_for(rule)
         if eq.exempt:
             return NO_EQUIVALENCE
-        return of_call(self, rule, eq, arguments, args_value, result, finished)
+        ident = self._identity(rule, identity) if identity else ""
+        return of_call(self, rule, eq, arguments, args_value, result, finished, ident)
 
     def volatile(self, rule: ToolRule) -> frozenset[str]:
         return self._volatile(rule)
