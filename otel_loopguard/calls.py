@@ -87,7 +87,7 @@ class Equivalence:
     items: tuple[int, ...] = ()  # keyed 64-bit hashes of the result's content items, sampled (see level)
     item_count: Optional[int] = None  # content items the result holds; None: not known
     level: int = 0  # items kept are those whose hash has `level` leading zero bits (0: all)
-    collection: bool = False  # the result holds a list (a read's answer, even empty)
+    empty_list: bool = False  # the result holds an empty list: a read that found nothing
     echoed: int = 0  # parts of the result that only repeat the call's own arguments
     sketch: Optional[tuple[int, ...]] = None  # the arguments' similarity sketch (fixed size)
     failed: Optional[str] = None  # the result field or convention that reports a failure
@@ -95,8 +95,8 @@ class Equivalence:
     @property
     def ack(self) -> bool:
         """No content of its own: empty, status words only, or its own arguments echoed,
-        and no list (an empty list is a read that found nothing, not an acknowledgement)."""
-        return self.item_count == 0 and not self.collection
+        and no empty list (a read that found nothing is an answer, not an acknowledgement)."""
+        return self.item_count == 0 and not self.empty_list
 
 
 NO_EQUIVALENCE = Equivalence()

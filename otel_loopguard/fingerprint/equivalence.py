@@ -97,7 +97,7 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     found = decompose(value, form, eq, echo)
     hashes = {keyed.item(t) for t in found.texts}
     items, level = sampled(hashes)
-    return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, collection=found.collection,
+    return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, empty_list=found.empty_list,
                        echoed=found.echoed, sketch=sk, failed=failed)
 
 

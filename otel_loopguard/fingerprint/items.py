@@ -75,12 +75,12 @@ NO_ECHO = Echo(None)
 class Items:
     """The decomposition of one result."""
 
-    __slots__ = ("texts", "echoed", "collection")
+    __slots__ = ("texts", "echoed", "empty_list")
 
     def __init__(self) -> None:
         self.texts: list[str] = []  # content items in noise form, in order, repeats allowed
         self.echoed = 0
-        self.collection = False
+        self.empty_list = False  # a list with no element: a read that found nothing
 
     def add(self, text: str, echo: Echo) -> None:
         if not text or text.lower() in ACK_WORDS:
@@ -125,7 +125,8 @@ def _lines(text: str, echo: Echo, out: Items) -> None:
 
 
 def _list(items: list[Any], rule: EquivalenceRule, echo: Echo, out: Items) -> None:
-    out.collection = True
+    if not items:
+        out.empty_list = True
     for element in items[:MAX_ITEMS_SCANNED]:
         if isinstance(element, str):
             out.add(noise(element.strip()), echo)
