@@ -10,61 +10,116 @@ gets the same result):
 - `noise`: clock readings (date-times, times of day, epoch numbers), durations, process
   ids, attempt counters, temp paths, hex addresses. Used for a result's *items*: an item
   keeps the ids it names (a page of new record ids is new).
-- `shape`: `noise` plus ids (UUIDs, long hex ids): used for the result's *shape digest*,
-  compared only with earlier answers of the same action.
+- `shape`: `noise`, then ids (UUIDs, long hex ids mixing digits and letters): the result's
+  *shape digest*, compared only with earlier answers of the same action.
 
-A date alone is never masked (a due date is business data), and masking is applied to
-results only: an action's identity (its arguments) is never shape-masked.
+A date alone is never masked (a due date is business data), nor a bare count ("3 failed"
+and "2 failed" differ), and masking applies to results only: an action's identity (its
+arguments) is never shape-masked. No pattern crosses a line break, so masking a text and
+masking each of its lines agree (items are lines).
+
+Cost: every digit-led fragment is one pattern that starts with a digit class, which the
+regular expression engine skips to in C; the word-led ones (pid, attempt, temp paths, hex
+addresses) run only when a cheap substring test finds their keyword.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 # Stands in for a masked fragment. A raw NUL never occurs in canonical JSON (it is escaped),
 # so masked text never equals the text of a result with nothing masked.
 FRAGMENT = "\x00"
 
-_DATETIME = (r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d{1,9})?"
-             r"(?:Z|[+-]\d{2}:?\d{2}|\s?UTC)?")
-_TIME = r"(?<![\d:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])"
-_EPOCH = r"(?<![\w.])1[0-9]{9}(?:[0-9]{3}){0,3}(?:\.\d{1,9})?(?![\w])"
-_DURATION = (r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?)"
-             r"(?![A-Za-z0-9])")
-_PID = r"(?i:\bpid\b\s*[:=#]?\s*)\d+"
-_ATTEMPT = (r"(?i:\b(?:attempt|retry|retries|try|tries|iteration|round)\b\s*(?:#|no\.?|number)?\s*)"
-            r"\d+(?:\s*(?:/|of)\s*\d+)?")
-_TEMP = (r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/dev/shm)/[^\s\"'\\,;:)\]}]*"
-         r"|(?i:[A-Z]:\\\\(?:[^\s\"\\]+\\\\)*?Temp\\\\)[^\s\"'\\,;]*")
-_HEXADDR = r"\b0x[0-9a-fA-F]{4,}\b"
+# Units as a small trie: a failing first letter fails at once.
+_UNITS = r"(?:[nuµm]s|s(?:ecs?|econds?)?|min(?:s|utes?)?|h(?:rs?|ours?)?)"
+# Each alternative is what follows the first digit of: a date-time, a time of day, an epoch
+# number (seconds to nanoseconds, 2001-2033, first digit 1), a duration. Possessive
+# quantifiers: a digit run that is no duration fails once, without backtracking.
+_DIGIT_LED = re.compile(
+    r"[0-9](?:"
+    r"[0-9]{3}-[0-9]{2}-[0-9]{2}[T ][0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2}|[ ]?UTC)?"
+    r"|[0-9]?:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?![0-9:])"
+    r"|(?<=1)[0-9]{9}(?:[0-9]{3}){0,3}(?:\.[0-9]{1,9})?(?![0-9A-Za-z_])"
+    rf"|[0-9]*+(?:\.[0-9]++)?+[ ]?+{_UNITS}(?![A-Za-z0-9])"
+    r")"
+)
+# Word-led fragments, each run only when its keyword is in the text (a substring test).
+_WORD_LED = (
+    (("pid",), re.compile(r"(?i)(?<![A-Za-z])pid(?![A-Za-z])[ \t]*[:=#]?[ \t]*[0-9]+")),
+    (("attempt", "retr", "try", "tries", "iteration", "round"),
+     re.compile(r"(?i)(?<![A-Za-z])(?:attempt|retry|retries|try|tries|iteration|round)(?![A-Za-z])"
+                r"[ \t]*(?:#|no\.?|number)?[ \t]*[0-9]+(?:[ \t]*(?:/|of)[ \t]*[0-9]+)?")),
+    (("/tmp/", "/var/", "/dev/shm/"),
+     re.compile(r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/dev/shm)/[^\s\"'\\,;:)\]}]*")),
+    (("temp\\",), re.compile(r"(?i)(?<![A-Za-z])[A-Z]:\\{1,2}(?:[^\s\"\\]+\\{1,2})*?Temp\\{1,2}[^\s\"'\\,;]*")),
+    (("0x",), re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")),
+)
+# UUIDs, and twelve or more hex digits with at least one digit and one letter: a request id,
+# a container id, a long hash. A short git hash (7-10) stays: a new commit is news. Run only
+# where eight hex digits in a row are found at all.
+_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
+_IDS = re.compile(
+    r"[0-9a-fA-F](?:[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{11,})(?![0-9A-Za-z_])"
+)
+_WORDISH = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.")
+# Text beyond this many characters is kept as it is: the cost of masking stays bounded
+# (items and the exact digest still see all of it).
+MAX_MASKED_CHARS = 16384
 
-_UUID = r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-# Twelve or more hex digits with at least one digit and one letter: a request id, a
-# container id, a long hash. A short git hash (7-10) stays: a new commit is news.
-_HEXID = r"\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{12,}\b"
 
-_NOISE = re.compile("|".join(f"(?:{p})" for p in (_DATETIME, _TEMP, _TIME, _HEXADDR, _PID, _ATTEMPT,
-                                                   _DURATION, _EPOCH)))
-_SHAPE = re.compile("|".join(f"(?:{p})" for p in (_DATETIME, _TEMP, _UUID, _HEXID, _TIME, _HEXADDR, _PID,
-                                                   _ATTEMPT, _DURATION, _EPOCH)))
-# Cheap pre-check: every pattern above needs a digit (a temp path aside).
-_MAY_MASK = re.compile(r"\d|/tmp|/var/|/dev/shm|Temp\\")
+def _unless_inside_a_word(found: re.Match[str]) -> str:
+    """A fragment must start a token: "v2.5s" or "abc123ms" are left as they are."""
+    start = found.start()
+    if start and found.string[start - 1] in _WORDISH:
+        return found.group()
+    return FRAGMENT
+
+
+def _unless_inside_an_id(found: re.Match[str]) -> str:
+    start = found.start()
+    if start and (found.string[start - 1].isalnum() or found.string[start - 1] == "_"):
+        return found.group()
+    return FRAGMENT
+
+
+def _bounded(mask: Callable[[str], str], text: str) -> str:
+    if len(text) <= MAX_MASKED_CHARS:
+        return mask(text)
+    cut = text.rfind("\n", 0, MAX_MASKED_CHARS) + 1 or MAX_MASKED_CHARS  # whole lines: no fragment cut
+    return mask(text[:cut]) + text[cut:]
+
+
+def _noise(text: str) -> str:
+    low = text.lower()
+    for keys, pattern in _WORD_LED:
+        if any(k in low for k in keys):
+            text = pattern.sub(FRAGMENT, text)
+    return _DIGIT_LED.sub(_unless_inside_a_word, text)
+
+
+def _ids(text: str) -> str:
+    if _HEX8.search(text) is None:
+        return text
+    return _IDS.sub(_unless_inside_an_id, text)
 
 
 def noise(text: str) -> str:
     """`text` with clock readings, durations, pids, attempt counters, temp paths and hex
     addresses masked (ids kept)."""
-    if _MAY_MASK.search(text) is None:
-        return text
-    return _NOISE.sub(FRAGMENT, text)
+    return _bounded(_noise, text)
+
+
+def ids(text: str) -> str:
+    """`text` with UUIDs and long mixed hex ids masked."""
+    return _bounded(_ids, text)
 
 
 def shape(text: str) -> str:
-    """`noise`, and ids (UUIDs, long hex ids) masked too."""
-    if _MAY_MASK.search(text) is None:
-        return text
-    return _SHAPE.sub(FRAGMENT, text)
+    """`noise`, then ids."""
+    return ids(noise(text))
 
 
 def shape_changed(text: str) -> Optional[str]:

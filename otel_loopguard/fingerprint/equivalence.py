@@ -14,7 +14,7 @@ from ..calls import Equivalence
 from ..canon.canonical import parse
 from ..canon.fast import parse_and_serialise
 from ..canon.keys import DigestKey
-from ..canon.shape import shape_changed
+from ..canon.shape import ids, noise, shape_changed
 from ..canon.sketch import sketch, tokens
 from ..conventions.failures import failure
 from ..paths import get_path
@@ -58,12 +58,12 @@ def sampled(hashes: set[int]) -> tuple[tuple[int, ...], int]:
     """(the kept hashes in ascending order, level): every hash with at least `level` leading
     zero bits, the smallest level that keeps at most ITEM_CAP. The same items always keep the
     same sample, and a subset's sample at that level is a subset of the whole's."""
-    level = 0
-    kept = hashes
-    while len(kept) > ITEM_CAP:
-        level += 1
-        kept = {h for h in kept if leading_zeros(h) >= level}
-    return tuple(sorted(kept)), level
+    if len(hashes) <= ITEM_CAP:
+        return tuple(sorted(hashes)), 0
+    zeros = sorted((ITEM_BITS - h.bit_length() for h in hashes), reverse=True)
+    level = zeros[ITEM_CAP] + 1  # one more than the (cap+1)-th most: at most the cap keep it
+    below = 1 << (ITEM_BITS - level)
+    return tuple(sorted(h for h in hashes if h < below)), level
 
 
 def argument_value(arguments: Any, max_bytes: int) -> Any:
@@ -89,27 +89,33 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     if result is None:  # no output recorded: an empty answer
         return Equivalence(item_count=0, sketch=sk)
     value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
-    shape = _shape_digest(fp, rule, eq, form, text)
+    # A text answer is put in noise form once, for its shape and for its lines.
+    noised = noise(text) if form == "text" and (eq.items or eq.shape) else None
+    shape = _shape_digest(fp, rule, eq, form, text, noised)
     failed = failure(value, form, eq.failure_fields, eq.failure_text) if (eq.failure_fields or eq.failure_text) else None
     if not eq.items:
         return Equivalence(shape=shape, sketch=sk, failed=failed)
     echo = Echo(args_value) if eq.echo and args_value is not None else NO_ECHO
-    found = decompose(value, form, eq, echo)
+    found = decompose(value, form, eq, echo, noised if form == "text" and not eq.items_path else None)
     hashes = {keyed.item(t) for t in found.texts}
     items, level = sampled(hashes)
     return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, empty_list=found.empty_list,
                        echoed=found.echoed, sketch=sk, failed=failed)
 
 
-def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str) -> Optional[str]:
+def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str,
+                  noised: Optional[str]) -> Optional[str]:
     """The result's digest in shape form, or None when shape masking changes nothing (or is
     off: by the policy, or for a tool whose ids are meaningful)."""
     if not eq.shape or rule.meaningful_fields:
         return None
-    masker = fp.masker(rule) if form == "json" else None
-    if form == "json" and masker is None:
+    if noised is not None:  # text: noise already masked
+        shaped = ids(noised)
+        return None if shaped == text else fp.digest_form("result", "", form, shaped)
+    masker = fp.masker(rule)
+    if masker is None:
         return None  # the tool turned volatile values off: its ids and times are the answer
-    base = (masker.text(text) if masker is not None else None) or text
+    base = masker.text(text) or text
     shaped = shape_changed(base)
     return None if shaped is None else fp.digest_form("result", "", form, shaped)
 

@@ -32,6 +32,7 @@ ACK_WORDS = frozenset({"ok", "okay", "success", "successful", "succeeded", "done
                        "completed successfully", "no output", "(no output)", "command completed", "0"})
 
 _ACK_OR_EMPTY = ACK_WORDS | {""}
+_LONGEST_ACK = max(map(len, ACK_WORDS))
 
 
 class Echo:
@@ -83,7 +84,7 @@ class Items:
         self.empty_list = False  # a list with no element: a read that found nothing
 
     def add(self, text: str, echo: Echo) -> None:
-        if not text or text.lower() in ACK_WORDS:
+        if not text or (len(text) <= _LONGEST_ACK and text.lower() in ACK_WORDS):
             return
         if echo.has(text):
             self.echoed += 1
@@ -91,9 +92,13 @@ class Items:
             self.texts.append(text)
 
 
-def decompose(value: Any, form: str, rule: EquivalenceRule, echo: Echo) -> Items:
-    """The items of a parsed result (`form` as canon.canonical.Parsed gives it)."""
+def decompose(value: Any, form: str, rule: EquivalenceRule, echo: Echo, noised: Optional[str] = None) -> Items:
+    """The items of a parsed result (`form` as canon.canonical.Parsed gives it); `noised`:
+    a text result already in noise form (the caller's, for the shape digest too)."""
     out = Items()
+    if noised is not None:
+        _noised_lines(noised, echo, out)
+        return out
     if rule.items_path and form == "json":
         inner = get_path(value, rule.items_path)
         value = value if inner is None else inner
@@ -116,10 +121,15 @@ def _lines(text: str, echo: Echo, out: Items) -> None:
     if "\n" not in text:
         out.add(noise(text.strip()), echo)
         return
+    # One pass over the whole text: no noise pattern crosses a line break (canon/shape.py).
+    _noised_lines(noise(text), echo, out)
+
+
+def _noised_lines(text: str, echo: Echo, out: Items) -> None:
     for line in text.splitlines():
         line = line.strip()
         if line:
-            out.add(noise(line), echo)
+            out.add(line, echo)
         if len(out.texts) >= MAX_ITEMS_SCANNED:
             return
 
