@@ -84,7 +84,7 @@ class Items:
         self.empty_list = False  # a list with no element: a read that found nothing
 
     def add(self, text: str, echo: Echo) -> None:
-        if not text or (len(text) <= _LONGEST_ACK and text.lower() in ACK_WORDS):
+        if not text or (len(text) <= _LONGEST_ACK + 1 and text.lower().rstrip(".!") in ACK_WORDS):
             return
         if echo.has(text):
             self.echoed += 1
@@ -178,7 +178,7 @@ def _object(obj: dict[str, Any], rule: EquivalenceRule, echo: Echo, out: Items, 
 def _trivial(v: Any) -> bool:
     if v is None or isinstance(v, bool) or v == 0:
         return True
-    return isinstance(v, str) and v.strip().lower() in _ACK_OR_EMPTY
+    return isinstance(v, str) and v.strip().lower().rstrip(".!") in _ACK_OR_EMPTY
 
 
 def _scalar(v: Any) -> str:
