@@ -102,6 +102,20 @@ class Equivalence:
 NO_EQUIVALENCE = Equivalence()
 
 
+def judged_equivalence(eq: Equivalence, shape: bool, items: bool, echo: bool) -> Equivalence:
+    """`eq` as a policy's switches let the judges see it (policy `equivalence.shape`, `.items`,
+    `.echo`): what a switch turns off is as if never computed."""
+    if shape and items and echo:
+        return eq
+    count = eq.item_count
+    if not echo and count is not None:
+        count += eq.echoed  # an echo is content again (it was never hashed: novelty falls back on digests)
+    return Equivalence(shape=eq.shape if shape else None, items=eq.items if items else (),
+                       item_count=count if items else None, level=eq.level if items else 0,
+                       empty_list=eq.empty_list if items else False, echoed=eq.echoed if echo else 0,
+                       sketch=eq.sketch, failed=eq.failed)
+
+
 @dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
 class ToolCall:
     """A fingerprinted tool call, the unit every detector observes."""

@@ -30,6 +30,7 @@ class CycleDetector:
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
         self._by_results = policy.cycle.compare == "results"
+        self._policy = policy
         self._matched = dict.fromkeys(range(self._rule.min_period, self._rule.max_period + 1), 0)
         # A period's latch exists once it may fire: absent and fresh mean the same (most
         # runs never repeat a block, and every run starts a detector).
@@ -40,8 +41,11 @@ class CycleDetector:
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
-        sig = (call.action, call.equivalence.shape or call.result, call.ok) if self._by_results else (
-            call.action, None, None)
+        if self._by_results:
+            shape = call.equivalence.shape if self._policy.equivalence_for(step.rule).shape else None
+            sig: tuple[str, object, object] = (call.action, shape or call.result, call.ok)
+        else:
+            sig = (call.action, None, None)
         recent = self._recent
         matched = self._matched
         repeating = False

@@ -19,6 +19,7 @@ from .base import Latch, Step
 
 class ErrorStreakDetector:
     def __init__(self, policy: Policy):
+        self._policy = policy
         self._rule = policy.error_streak
         self._same_tool = policy.error_streak.same_tool
         self._reset()
@@ -56,7 +57,8 @@ class ErrorStreakDetector:
         if len(self._actions) < 2:
             self._actions.add(call.action)
         if len(self._errors) < 2:
-            self._errors.add((call.action, call.equivalence.shape or call.result))  # noise aside
+            shape = call.equivalence.shape if self._policy.equivalence_for(step.rule).shape else None
+            self._errors.add((call.action, shape or call.result))  # noise aside
         level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
         if level is None:
             return []

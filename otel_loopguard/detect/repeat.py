@@ -25,6 +25,7 @@ from ..calls import ToolCall
 from ..canon.sketch import similarity
 from ..findings import Finding, finding
 from ..policy import Policy, RepeatRule
+from ..progress import seen_equivalence
 from .base import Latch, Step
 
 MAX_WINDOW_ACTIONS = 1024
@@ -135,9 +136,10 @@ class RepeatDetector:
         Only for a call that brings nothing new and is no bare acknowledgement (distinct
         side effects answered "ok" are batch work, not a loop)."""
         call = step.call
-        eq = call.equivalence
         threshold = self._policy.equivalence_for(step.rule).similarity
-        if threshold is None or eq.sketch is None or eq.ack or step.judgement.neutral or not self._previous:
+        if threshold is None or call.equivalence.sketch is None or step.judgement.neutral or not self._previous:
+            return None
+        if seen_equivalence(call, self._policy, step.rule).ack:
             return None
         taken = {id(s) for s in self._current.values()}
         best, best_score = None, threshold
@@ -145,7 +147,7 @@ class RepeatDetector:
             last = streak.calls[-1]
             if last.tool != call.tool or id(streak) in taken:
                 continue
-            score = similarity(last.equivalence.sketch, eq.sketch)
+            score = similarity(last.equivalence.sketch, call.equivalence.sketch)
             if score >= best_score:
                 best, best_score = streak, score
         if best is not None:

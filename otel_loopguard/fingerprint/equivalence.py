@@ -78,7 +78,10 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
         args_value = argument_value(arguments, policy.max_bytes)
     keyed = fp.keyed
     sk = None
-    if eq.similarity is not None and args_value is not None:
+    # The switches `shape`, `items`, `echo` and `similarity` are read where calls are judged
+    # (progress/, detect/), so every sketch is computed here whatever they say: calibrate can
+    # then sweep them over one fingerprint pass. Only `exempt` computes nothing.
+    if args_value is not None:
         source = _fields(args_value, eq.sketch_fields) if eq.sketch_fields else args_value
         words = tokens(source)
         # Declared identity (a tenant) keeps actions apart: it salts every token, so two
@@ -90,12 +93,10 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
         return Equivalence(item_count=0, sketch=sk)
     value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
     # A text answer is put in noise form once, for its shape and for its lines.
-    noised = noise(text) if form == "text" and (eq.items or eq.shape) else None
+    noised = noise(text) if form == "text" else None
     shape = _shape_digest(fp, rule, eq, form, text, noised)
     failed = failure(value, form, eq.failure_fields, eq.failure_text) if (eq.failure_fields or eq.failure_text) else None
-    if not eq.items:
-        return Equivalence(shape=shape, sketch=sk, failed=failed)
-    echo = Echo(args_value) if eq.echo and args_value is not None else NO_ECHO
+    echo = Echo(args_value) if args_value is not None else NO_ECHO
     found = decompose(value, form, eq, echo, noised if form == "text" and not eq.items_path else None)
     hashes = {keyed.item(t) for t in found.texts}
     items, level = sampled(hashes)
@@ -107,7 +108,7 @@ def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str,
                   noised: Optional[str]) -> Optional[str]:
     """The result's digest in shape form, or None when shape masking changes nothing (or is
     off: by the policy, or for a tool whose ids are meaningful)."""
-    if not eq.shape or rule.meaningful_fields:
+    if rule.meaningful_fields:
         return None
     if noised is not None:  # text: noise already masked
         shaped = ids(noised)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..calls import Equivalence, Evidence, ToolCall
+from ..calls import Equivalence, Evidence, ToolCall, judged_equivalence
 from ..policy import Policy, ToolRule
 from ..bounded import BoundedMap, BoundedSet
 
@@ -70,10 +70,12 @@ class ProgressTracker:
     def judge(self, call: ToolCall, tool_rule: Optional[ToolRule] = None) -> Judgement:
         """`tool_rule`: the call's rule when the caller has it at hand (else looked up)."""
         first_time = self._actions.add(hash(call.action))
-        novel = call.result is not None and self._novel(call)
-        rule = (tool_rule or self._policy.rule(call.tool)).progress
+        tool_rule = tool_rule or self._policy.rule(call.tool)
+        eq = seen_equivalence(call, self._policy, tool_rule)
+        novel = call.result is not None and self._novel(call, eq)
+        rule = tool_rule.progress
         ev = call.evidence
-        neutral = first_time and call.ok is True and call.result is not None and call.equivalence.ack
+        neutral = first_time and call.ok is True and call.result is not None and eq.ack
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
         if rule is None or not rule.declared:
             if not new_items and not ev.terminal:
@@ -92,13 +94,12 @@ class ProgressTracker:
         return Judgement(progressed=progressed, novel_result=novel, new_items=new_items, terminal=ev.terminal,
                          neutral=neutral)
 
-    def _novel(self, call: ToolCall) -> bool:
+    def _novel(self, call: ToolCall, eq: Equivalence) -> bool:
         """A result never seen before in the run. When masking id- and time-shaped values
         changed its digest (`call.exact` set), the exact result must be unseen in the run and
         the masked one unseen for this action: a fresh message id on the same answer to the
         same request is nothing new, while another page of new ids is. With equivalence
         sketches, the shape form stands in for the masked one, and items decide (below)."""
-        eq = call.equivalence
         if eq.item_count is None and eq.shape is None:
             if call.exact is None:
                 return self._results.add(call.result)  # nothing was masked, no sketch
@@ -137,6 +138,12 @@ class ProgressTracker:
                 judged = True
                 new = new or added
         return new if judged else None
+
+
+def seen_equivalence(call: ToolCall, policy: Policy, rule: ToolRule) -> Equivalence:
+    """The call's equivalence as the policy's switches let the judges see it."""
+    sw = policy.equivalence_for(rule)
+    return judged_equivalence(call.equivalence, sw.shape, sw.items, sw.echo)
 
 
 def _best_so_far(best: Optional[Evidence], ev: Evidence) -> Evidence:

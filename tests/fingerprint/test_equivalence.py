@@ -19,6 +19,7 @@ from otel_loopguard.conventions.sketches import from_attributes, to_attributes
 from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
 from otel_loopguard.fingerprint.equivalence import ITEM_BITS, ITEM_CAP, Keyed, sampled
 from otel_loopguard.policy import Policy, policy_from_mapping
+from otel_loopguard.progress import seen_equivalence
 
 KEY = load_key(key=b"e" * 32)
 OTHER_KEY = load_key(key=b"f" * 32)
@@ -93,7 +94,16 @@ def test_a_tool_with_meaningful_fields_or_no_volatile_values_has_no_shape_digest
     pol = policy_from_mapping({"tools": {"t": {"volatile_values": False}}})
     assert call({}, {"msg": text}, policy=pol).equivalence.shape is None
     pol = policy_from_mapping({"equivalence": {"shape": False}})
-    assert call({}, {"msg": text}, policy=pol).equivalence.shape is None
+    c = call({}, {"msg": text}, policy=pol)  # a judging switch: computed, then not looked at
+    assert c.equivalence.shape is not None and seen_equivalence(c, pol, pol.rule("t")).shape is None
+
+
+def test_judging_switches_hide_what_they_turn_off() -> None:
+    for switch in ("items", "echo"):
+        pol = policy_from_mapping({"equivalence": {switch: False}})
+        c = call({"command": "echo hello there"}, "hello there", policy=pol)
+        seen = seen_equivalence(c, pol, pol.rule("t"))
+        assert c.equivalence.ack and not seen.ack, switch  # no items known, or the echo is content again
 
 
 # ---- items -----------------------------------------------------------------------------------------------
