@@ -10,7 +10,10 @@ policies in the same process: the built-in one (equivalence on: shape digest, it
 reported failures) and the same policy with equivalence off for every tool (exactly today's
 path: `NO_EQUIVALENCE`, no extra parse). The ratio is what compares across machines.
 Payloads: a small JSON answer, a 20-line shell output with noise, 10 search hits, a
-200-line file read. Nothing here asserts on time; figures go to docs/performance.md.
+200-line file read. Then the whole processor: CPU per tool span (application thread and
+worker together, the span copy and the SDK included) with a mix of the four, the built-in
+policy against one that exempts the four tools. Nothing here asserts on time; figures go to
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import dataclasses
 import gc
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -94,12 +98,62 @@ def _observe_us(policy: Policy, raws: list[RawCall]) -> float:
     return _best(once) / len(calls) * 1e6
 
 
-def measure() -> list[dict[str, Any]]:
+def _span_cpu_us(policy_file: str, spans: int) -> float:
+    """CPU per tool span through a real TracerProvider with the processor installed."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_loopguard.processor import install
+
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    install(tracer_provider=tp, key="bench-equivalence-key-0123456789", policy=policy_file)
+    tracer = tp.get_tracer("bench")
+    gc.collect()
+    cpu0 = time.process_time()
+    for i in range(spans):
+        if i % 20 == 0:
+            root = tracer.start_span("agent")  # a run of 20 calls
+        tool, args, result = _payloads(i)[i % 4]
+        with tracer.start_as_current_span(f"execute_tool {tool}", context=_context(root)) as span:
+            span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                                 "gen_ai.tool.call.arguments": args, "gen_ai.tool.call.result": result})
+        if i % 20 == 19:
+            root.end()
+    tp.force_flush()
+    cpu = time.process_time() - cpu0
+    tp.shutdown()
+    return cpu / spans * 1e6
+
+
+def _context(span: Any) -> Any:
+    from opentelemetry import trace
+
+    return trace.set_span_in_context(span)
+
+
+def processor(spans: int = 800, repeats: int = 3) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        on, off = f"{folder}/on.yaml", f"{folder}/off.yaml"
+        Path(on).write_text("version: bench-on\n", encoding="utf-8")
+        Path(off).write_text("version: bench-off\nequivalence: {exempt_tools: [lookup_order, run_shell, web_search, "
+                             "read_file]}\n", encoding="utf-8")
+        base, ours = [], []
+        for _ in range(repeats):  # alternately: a drifting machine drifts for both alike
+            base.append(_span_cpu_us(off, spans))
+            ours.append(_span_cpu_us(on, spans))
+    b, o = min(base), min(ours)
+    return {"cpu_us_per_span": round(b, 1), "cpu_us_per_span_eq": round(o, 1), "ratio": round(o / b, 2),
+            "added_us": round(o - b, 1)}
+
+
+def measure(calls: int = CALLS) -> list[dict[str, Any]]:
     on = Policy()
     off = dataclasses.replace(on, equivalence=EXACT_ONLY)
     rows = []
     for kind, name in enumerate(("small json", "shell output", "search hits", "file read 200 lines")):
-        raws = _raws(kind)
+        raws = _raws(kind)[:calls]
         base_fp, eq_fp = _fingerprint_us(off, raws), _fingerprint_us(on, raws)
         base_obs, eq_obs = _observe_us(off, raws), _observe_us(on, raws)
         rows.append({
@@ -117,8 +171,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = measure()
+    spans = processor()
     if args.json:
-        json.dump({"python": sys.version.split()[0], "rows": rows}, sys.stdout, indent=2)
+        json.dump({"python": sys.version.split()[0], "rows": rows, "processor": spans}, sys.stdout, indent=2)
         print()
         return
     print(f"{'payload':<22}{'fingerprint us':>16}{'+ equivalence':>15}{'observe us':>12}{'+ equivalence':>15}"
@@ -126,6 +181,8 @@ def main() -> None:
     for r in rows:
         print(f"{r['payload']:<22}{r['fingerprint_us']:>16}{r['fingerprint_eq_us']:>15}{r['observe_us']:>12}"
               f"{r['observe_eq_us']:>15}{r['per_call_ratio']:>8}{r['added_us']:>10}")
+    print(f"\nprocessor, CPU per tool span (the mix of the four): {spans['cpu_us_per_span']} us -> "
+          f"{spans['cpu_us_per_span_eq']} us with equivalence ({spans['ratio']}x, {spans['added_us']:+} us)")
 
 
 if __name__ == "__main__":
