@@ -19,8 +19,10 @@ arguments) is never shape-masked. No pattern crosses a line break, so masking a 
 masking each of its lines agree (items are lines).
 
 Cost: every digit-led fragment is one pattern that starts with a digit class, which the
-regular expression engine skips to in C; the word-led ones (pid, attempt, temp paths, hex
-addresses) run only when a cheap substring test finds their keyword.
+regular expression engine skips to in C, with no Python callback per match; the word-led
+ones (pid, attempt, temp paths, hex addresses) run only when a cheap substring test finds
+their keyword. A pass costs in proportion to the text's length (figures in
+docs/performance.md, "Equivalence").
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ FRAGMENT = "\x00"
 # Units as a small trie: a failing first letter fails at once.
 _UNITS = r"(?:[nuµm]s|s(?:ecs?|econds?)?|min(?:s|utes?)?|h(?:rs?|ours?)?)"
 # Each alternative is what follows the first digit of: a date-time, a time of day, an epoch
-# number (seconds to nanoseconds, 2001-2033, first digit 1), a duration. Possessive
-# quantifiers: a digit run that is no duration fails once, without backtracking.
+# number (seconds to nanoseconds, 2001-2033, first digit 1), a duration. The lookbehind after
+# the first digit says a fragment starts a token ("v2.5s", "abc123ms" are kept) without
+# costing the engine its skip to the next digit. Possessive quantifiers: a digit run that is
+# no duration fails once, without backtracking.
 _DIGIT_LED = re.compile(
-    r"[0-9](?:"
+    r"[0-9](?<![0-9A-Za-z_.][0-9])(?:"
     r"[0-9]{3}-[0-9]{2}-[0-9]{2}[T ][0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2}|[ ]?UTC)?"
     r"|[0-9]?:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?![0-9:])"
     r"|(?<=1)[0-9]{9}(?:[0-9]{3}){0,3}(?:\.[0-9]{1,9})?(?![0-9A-Za-z_])"
@@ -57,32 +61,14 @@ _WORD_LED = (
     (("0x",), re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")),
 )
 # UUIDs, and twelve or more hex digits with at least one digit and one letter: a request id,
-# a container id, a long hash. A short git hash (7-10) stays: a new commit is news. Run only
-# where eight hex digits in a row are found at all.
-_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
+# a container id, a long hash. A short git hash (7-10) stays: a new commit is news.
 _IDS = re.compile(
-    r"[0-9a-fA-F](?:[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"[0-9a-fA-F](?<![0-9A-Za-z_][0-9a-fA-F])(?:[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     r"|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{11,})(?![0-9A-Za-z_])"
 )
-_WORDISH = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.")
 # Text beyond this many characters is kept as it is: the cost of masking stays bounded
 # (items and the exact digest still see all of it).
 MAX_MASKED_CHARS = 16384
-
-
-def _unless_inside_a_word(found: re.Match[str]) -> str:
-    """A fragment must start a token: "v2.5s" or "abc123ms" are left as they are."""
-    start = found.start()
-    if start and found.string[start - 1] in _WORDISH:
-        return found.group()
-    return FRAGMENT
-
-
-def _unless_inside_an_id(found: re.Match[str]) -> str:
-    start = found.start()
-    if start and (found.string[start - 1].isalnum() or found.string[start - 1] == "_"):
-        return found.group()
-    return FRAGMENT
 
 
 def _bounded(mask: Callable[[str], str], text: str) -> str:
@@ -97,13 +83,11 @@ def _noise(text: str) -> str:
     for keys, pattern in _WORD_LED:
         if any(k in low for k in keys):
             text = pattern.sub(FRAGMENT, text)
-    return _DIGIT_LED.sub(_unless_inside_a_word, text)
+    return _DIGIT_LED.sub(FRAGMENT, text)
 
 
 def _ids(text: str) -> str:
-    if _HEX8.search(text) is None:
-        return text
-    return _IDS.sub(_unless_inside_an_id, text)
+    return _IDS.sub(FRAGMENT, text)
 
 
 def noise(text: str) -> str:
