@@ -35,7 +35,9 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
             flags = flags | {f"result:{f}" for f in result_flags}
     eq = raw.equivalence
     if eq is None:
-        eq = fp.equivalence(rule, arguments, args_value, raw.result, finished, identity) if (
+        # An unfinished call (the guard's preview, before dispatch) needs none: a preview
+        # counts exact actions only, and its result is not known yet.
+        eq = fp.equivalence(rule, arguments, args_value, raw.result, finished, identity) if finished and (
             arguments is not None or raw.result is not None) else NO_EQUIVALENCE
     ok = raw.ok if finished else None
     if eq.failed is not None and ok is not False and finished:
