@@ -66,6 +66,7 @@ _IDS = re.compile(
     r"[0-9a-fA-F](?<![0-9A-Za-z_][0-9a-fA-F])(?:[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     r"|(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{11,})(?![0-9A-Za-z_])"
 )
+_DIGIT = re.compile(r"[0-9]")
 # Text beyond this many characters is kept as it is: the cost of masking stays bounded
 # (items and the exact digest still see all of it).
 MAX_MASKED_CHARS = 16384
@@ -79,10 +80,16 @@ def _bounded(mask: Callable[[str], str], text: str) -> str:
 
 
 def _noise(text: str) -> str:
+    # Every fragment holds a digit but a temp path, which holds a slash or a backslash: most
+    # short values (a status word, a name) are settled by these scans alone.
+    if _DIGIT.search(text) is None and "/" not in text and "\\" not in text:
+        return text
     low = text.lower()
     for keys, pattern in _WORD_LED:
-        if any(k in low for k in keys):
-            text = pattern.sub(FRAGMENT, text)
+        for key in keys:
+            if key in low:
+                text = pattern.sub(FRAGMENT, text)
+                break
     return _DIGIT_LED.sub(FRAGMENT, text)
 
 
