@@ -72,11 +72,26 @@ _DIGIT = re.compile(r"[0-9]")
 MAX_MASKED_CHARS = 16384
 
 
+def _cut(text: str) -> int:
+    """Where masking stops: the last line end within the bound (whole lines: no fragment cut)."""
+    return text.rfind("\n", 0, MAX_MASKED_CHARS) + 1 or MAX_MASKED_CHARS
+
+
 def _bounded(mask: Callable[[str], str], text: str) -> str:
     if len(text) <= MAX_MASKED_CHARS:
         return mask(text)
-    cut = text.rfind("\n", 0, MAX_MASKED_CHARS) + 1 or MAX_MASKED_CHARS  # whole lines: no fragment cut
+    cut = _cut(text)
     return mask(text[:cut]) + text[cut:]
+
+
+def noise_parts(text: str) -> tuple[str, str]:
+    """(`noise` of the part of `text` masking reads, the rest as it is): `noise(text)` is
+    their concatenation. A long answer's items are taken from the first alone (an unmasked
+    line would look new every time)."""
+    if len(text) <= MAX_MASKED_CHARS:
+        return _noise(text), ""
+    cut = _cut(text)
+    return _noise(text[:cut]), text[cut:]
 
 
 def _noise(text: str) -> str:

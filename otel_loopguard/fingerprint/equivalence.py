@@ -14,7 +14,7 @@ from ..calls import Equivalence
 from ..canon.canonical import parse
 from ..canon.fast import parse_and_serialise
 from ..canon.keys import DigestKey
-from ..canon.shape import ids, noise, shape_changed
+from ..canon.shape import ids, noise_parts, shape_changed
 from ..canon.sketch import sketch, tokens
 from ..conventions.failures import failure
 from ..paths import get_path
@@ -93,11 +93,12 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
         return Equivalence(item_count=0, sketch=sk)
     value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
     # A text answer is put in noise form once, for its shape and for its lines.
-    noised = noise(text) if form == "text" else None
+    head, tail = noise_parts(text) if form == "text" else ("", "")
+    noised = head + tail if form == "text" else None
     shape = _shape_digest(fp, rule, eq, form, text, noised)
     failed = failure(value, form, eq.failure_fields, eq.failure_text) if (eq.failure_fields or eq.failure_text) else None
     echo = Echo(args_value) if args_value is not None else NO_ECHO
-    found = decompose(value, form, eq, echo, noised if form == "text" and not eq.items_path else None)
+    found = decompose(value, form, eq, echo, head if form == "text" and not eq.items_path else None)
     hashes = {keyed.item(t) for t in found.texts}
     items, level = sampled(hashes)
     return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, empty_list=found.empty_list,

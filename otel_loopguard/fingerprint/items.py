@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from ..canon.shape import noise
+from ..canon.shape import noise, noise_parts
 from ..paths import get_path
 from ..policy import EquivalenceRule
 
@@ -94,7 +94,7 @@ class Items:
 
 def decompose(value: Any, form: str, rule: EquivalenceRule, echo: Echo, noised: Optional[str] = None) -> Items:
     """The items of a parsed result (`form` as canon.canonical.Parsed gives it); `noised`:
-    a text result already in noise form (the caller's, for the shape digest too)."""
+    a text result's masked head (canon.shape.noise_parts), the caller's, for the shape too."""
     out = Items()
     if noised is not None:
         _noised_lines(noised, echo, out)
@@ -122,10 +122,11 @@ def _lines(text: str, echo: Echo, out: Items) -> None:
         out.add(noise(text.strip()), echo)
         return
     # One pass over the whole text: no noise pattern crosses a line break (canon/shape.py).
-    _noised_lines(noise(text), echo, out)
+    _noised_lines(noise_parts(text)[0], echo, out)
 
 
 def _noised_lines(text: str, echo: Echo, out: Items) -> None:
+    """Items of text in noise form: the masked head of a long text only (noise_parts)."""
     for line in text.splitlines():
         line = line.strip()
         if line:

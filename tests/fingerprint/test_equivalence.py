@@ -72,6 +72,16 @@ def test_masking_stops_after_its_bound_at_a_line_break() -> None:
     assert masked.startswith(f"took {FRAGMENT}\n") and masked.endswith("took 5ms\n")
 
 
+def test_a_long_texts_items_come_from_its_masked_head_only() -> None:
+    """Past the masking bound a line keeps its clock reading: taken as an item it would look
+    new every time, so it is left out."""
+    lines = [f"06:40:{k % 60:02d} step {k} ok" for k in range(MAX_MASKED_CHARS // 10)]
+    a = call({"cmd": "tail log"}, "\n".join(lines)).equivalence
+    later = [f"07:10:{k % 60:02d} step {k} ok" for k in range(MAX_MASKED_CHARS // 10)]
+    b = call({"cmd": "tail log"}, "\n".join(later)).equivalence
+    assert 0 < a.item_count < len(lines) and a.items == b.items
+
+
 def test_a_result_differing_only_in_noise_has_one_shape_digest_and_two_exact_digests() -> None:
     a = call({"cmd": "make"}, "06:40:12 build failed after 120ms (pid 4711)")
     b = call({"cmd": "make"}, "06:41:59 build failed after 131ms (pid 4788)")
