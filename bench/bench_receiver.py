@@ -55,16 +55,17 @@ from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
 from otel_loopguard.policy import Policy
-from otel_loopguard.receiver.assembly import RunAssembler
+from otel_loopguard.receiver.runs.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
-from otel_loopguard.receiver import decode as decode_module
-from otel_loopguard.receiver.decode import decode
-from otel_loopguard.receiver.dedupe import SpanDeduper
-from otel_loopguard.receiver.metrics import Metrics
-from otel_loopguard.receiver.service import parse_request
+from otel_loopguard.receiver.ingest import decoder as decode_module
+from otel_loopguard.receiver.ingest.decode import path as decode_path
+from otel_loopguard.receiver.ingest.decoder import decode
+from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
+from otel_loopguard.receiver.ops.metrics import Metrics
+from otel_loopguard.receiver.serve.service import parse_request
 
 KEY = b"bench-key-0123456789abcdef"
-NATIVE_DECODE = decode_module.path() == "native"
+NATIVE_DECODE = decode_path() == "native"
 SPANS_PER_REQUEST = 512
 
 
@@ -302,7 +303,7 @@ def _sender(port: int, payloads: list[bytes], queue: Any) -> None:
 
 
 def end_to_end(runs: int) -> dict[str, Any]:
-    from otel_loopguard.receiver.server import start
+    from otel_loopguard.receiver.serve.server import start
 
     sink = _Sink()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
@@ -405,7 +406,7 @@ def ceiling(copies: int, rounds: int = 3) -> dict[str, Any]:
     """The recorded spans sent by another process, one request at a time, through each server
     in turn (best of `rounds`): spans/s on the wall clock and per CPU-second of this process
     (the server and a sink that parses nothing; the sender is elsewhere)."""
-    from otel_loopguard.receiver.server import start
+    from otel_loopguard.receiver.serve.server import start
 
     payloads = recorded_requests(copies)
     spans = sum(len(ExportTraceServiceRequest.FromString(p).resource_spans[0].scope_spans[0].spans) for p in payloads)

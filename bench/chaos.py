@@ -29,7 +29,7 @@ processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
                 the bound, and after each quiet spell (dedupe entries and late cache kept 30 s),
                 and every span accepted counted at the backend (tests/reliability/flood.py).
                 PYTHONMALLOC=pymalloc in the environment runs the receiver on CPython's allocator;
-                by default `serve` uses glibc's (receiver/trim.py);
+                by default `serve` uses glibc's (receiver/ops/trim.py);
 - huge:         one request of 100,000 spans while another sender sends 512-span requests:
                 how long the small requests wait meanwhile, and resident memory.
 Figures: docs/reliability.md.
@@ -145,7 +145,7 @@ SCENARIOS: dict[str, Scenario] = {
 def overload_row(work: Path) -> dict[str, Any]:
     env = S.receiver_env()
     env["OTEL_LOOPGUARD_DEDUPE_SECONDS"] = "30"  # entries leave within the quiet spell
-    env["OTEL_LOOPGUARD_LATE_CACHE_SECONDS"] = "30"  # and so do the side tables' (receiver/assembly.py)
+    env["OTEL_LOOPGUARD_LATE_CACHE_SECONDS"] = "30"  # and so do the side tables' (receiver/runs/assembly.py)
     result = F.overload(work, env, limit_mib=256, seconds=60, quiet=40, bursts=2, senders=8)
     return result.row()
 

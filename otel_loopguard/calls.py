@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 # (tests/test_records.py). The dataclasses' own __init__ is used as generated.
 
 
-@dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
+@dataclass(slots=True, kw_only=True)  # not frozen: a frozen one costs more to build (docs/performance.md, "Records")
 class RawCall:
     """One tool call as read from telemetry, before fingerprinting.
 
@@ -116,7 +116,7 @@ def judged_equivalence(eq: Equivalence, shape: bool, items: bool, echo: bool) ->
                        sketch=eq.sketch, failed=eq.failed)
 
 
-@dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
+@dataclass(slots=True, kw_only=True)  # not frozen: a frozen one costs more to build (docs/performance.md, "Records")
 class ToolCall:
     """A fingerprinted tool call, the unit every detector observes."""
 
@@ -200,7 +200,7 @@ class RecordedDecision:
     policy_version: Optional[str] = None
 
 
-@dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
+@dataclass(slots=True, kw_only=True)  # not frozen: a frozen one costs more to build (docs/performance.md, "Records")
 class ModelCall:
     """One model decision: counts turns and prices tokens for the budgets."""
 

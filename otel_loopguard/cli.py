@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from .version import __version__
 from .audit import command as audit_command
 from .calibrate import command as calibrate_command
-from .receiver import command as serve_command
+from .receiver.serve import command as serve_command
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -124,7 +124,7 @@ def run(out: TextIO = sys.stdout) -> int:
 
 def _start_receiver(backend_port: int) -> tuple[Any, asyncio.AbstractEventLoop]:
     from .receiver.config import ReceiverConfig
-    from .receiver.server import start
+    from .receiver.serve.server import start
 
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, daemon=True, name="loopguard-demo").start()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the detection core (docs/testing.md): every mutant mutmut makes of
-# fingerprint/, policy/, progress/, detect/, findings/, score/ and receiver/assembly.py is
+# fingerprint/, policy/, progress/, detect/, findings/, score/ and receiver/runs/assembly.py is
 # run against the tests that cover it, and the score per module is printed.
 #
 #   bash scripts/mutation.sh                 # the whole core (hours on 2 shared cores: docs/testing.md)
@@ -8,7 +8,7 @@
 #   bash scripts/mutation.sh detect/cycle    # ... or one module
 #
 # Too slow for CI: run it before a release. Exit 0 only when every module run scores at
-# least 95 % of its non-equivalent mutants (docs/testing.md lists the equivalent ones).
+# least 95 % of its non-equivalent mutants (scripts/mutation_equivalents.md lists the equivalent ones).
 # MUTATION_JOBS sets the number of workers (default 2). MUTATION_SAMPLE=05 runs only the
 # mutants whose number ends in 0 or 5 (a fixed fifth of each function's mutants, the same
 # on every machine); any set of digits works, e.g. MUTATION_SAMPLE=0 for a tenth.

@@ -1,7 +1,7 @@
 """Mutation score per core module, from the results of `mutmut run` (scripts/mutation.sh).
 
-Reads `mutmut results --all true` on standard input. Mutants named in docs/testing.md's
-table of equivalent mutants (a mutant name or an fnmatch pattern in backticks, first
+Reads `mutmut results --all true` on standard input. Mutants named in the tables of
+scripts/mutation_equivalents.md (a mutant name or an fnmatch pattern in backticks, first
 column) are left out of the score and counted apart: each row there says why the mutant
 cannot be told from the original. Exit 1 when a module is below the target.
 """
@@ -15,7 +15,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "testing.md"
+DOC = Path(__file__).resolve().parent / "mutation_equivalents.md"
 TARGET = 95.0
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 NOT_KILLED = {"survived", "no tests", "suspicious"}
@@ -78,7 +78,7 @@ def report(results: dict[str, str], patterns: list[str], target: float) -> tuple
                     f"{sum(c['equivalent'] for c in counts.values()):5} {killed:6} {judged - killed:5} "
                     f"{100.0 * killed / judged:6.1f} %")
     if survivors:
-        rows += ["", "not killed (neither by a test nor listed as equivalent in docs/testing.md):", *survivors]
+        rows += ["", "not killed (neither by a test nor listed in scripts/mutation_equivalents.md):", *survivors]
     stale = [p for p in patterns if p not in used and any(module_of(p) == module_of(n) for n in results)]
     if stale:
         rows += ["", "listed as equivalent but no such mutant in this run (renumbered? recheck):",

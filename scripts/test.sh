@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Set up a fresh machine (or reuse up-to-date virtualenvs) and run the whole test suite, saying
 # what it does at each step; extra arguments go to pytest.
+#
+#   bash scripts/test.sh            the whole suite, as CI runs it (builds what the real-process tests need)
+#   bash scripts/test.sh --fast     the fast tier: every test that starts no real process, server or
+#                                   browser (tests/conftest.py), on two workers, with no build but the venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '[test  %3ds] %s\n' "$SECONDS" "$*"; }
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  say "fast tier: the test virtualenv .venv, then every test not marked real (tests/conftest.py)"
+  bash scripts/setup.sh test,frameworks,phoenix
+  LOOPGUARD_FAST=1 exec .venv/bin/python -m pytest -q -n 2 -m "not real" "$@"
+fi
 say "step 1/6: the test virtualenv .venv (test, frameworks, Phoenix)"
 bash scripts/setup.sh test,frameworks,phoenix
 # A second virtualenv for the one instrumentation that cannot share the first (see pyproject).

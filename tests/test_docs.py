@@ -55,6 +55,7 @@ def test_contract_names_are_documented(name: str) -> None:
     assert name in docs
 
 
+@pytest.mark.real  # starts a process
 def test_the_console_example_of_docs_processor_prints_the_tags_it_shows(tmp_path: Path) -> None:
     """docs/processor.md, "A tool span made by hand": the example as written, run as a script."""
     import os
@@ -76,3 +77,19 @@ def test_the_console_example_of_docs_processor_prints_the_tags_it_shows(tmp_path
         if line.startswith('"loopguard.') and key not in ('"loopguard.run.id"',):  # the trace id differs per run
             assert line in fifth[0], line
     assert '"loopguard.decision": "would_block"' in fifth[0]
+
+
+def test_architecture_maps_every_module_in_one_line_each() -> None:
+    """docs/architecture.md, "Modules": a row per module of the package (a package's own
+    `__init__.py` is described by its docstring; the root's is the public API) and no row for a
+    module that is gone."""
+    root = Path(__file__).resolve().parents[1]
+    package = root / "otel_loopguard"
+    modules = {p.relative_to(package).as_posix() for p in package.rglob("*.py")
+               if p.name != "__init__.py" or p.parent == package}
+    text = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Modules", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")]
+    assert sorted(m for m in modules if m not in rows) == [], "modules without a line in docs/architecture.md"
+    assert sorted(r for r in rows if r not in modules) == [], "lines for modules that do not exist"
+    assert len(rows) == len(set(rows))

@@ -90,7 +90,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 # Packages whose own folders are layered too, bottom first (same rule, inside the package).
-ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {}
+ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "receiver": (("config",), ("ops",), ("ingest",), ("runs",), ("state",), ("out",), ("serve",)),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -233,6 +235,7 @@ def test_the_layer_checks_see_a_back_arrow_and_a_cycle(tmp_path: Path) -> None:
         PACKAGE = saved
 
 
+@pytest.mark.real  # starts a process
 def test_the_canonical_form_imports_no_policy() -> None:
     """The canonical form is the bottom of the pipeline: loading it loads no policy, progress or
     fingerprinter (policy/load.py hashes its own content with it)."""

@@ -124,7 +124,7 @@ def test_the_scan_sees_a_positional_build(tmp_path: Path) -> None:
 # The snapshot file format names ToolCall's fields with the JSON types it accepts: the one other
 # place a new field must be named, and test_snapshot_format_covers_every_tool_call_field makes it
 # fail loudly instead of losing the field across a restart.
-_FIELD_LISTS_ALLOWED = {"receiver/snapshot.py"}
+_FIELD_LISTS_ALLOWED = {"receiver/state/snapshot.py"}
 
 
 def _field_lists(path: Path, names: set[str]) -> list[int]:
@@ -149,7 +149,7 @@ def test_no_module_lists_the_fields_of_a_call_record(record: type) -> None:
 
 
 def test_snapshot_format_covers_every_tool_call_field() -> None:
-    from otel_loopguard.receiver import snapshot
+    from otel_loopguard.receiver.state import snapshot
 
     saved = set(snapshot._TOOL_CALL) | {"flags", "evidence"}  # noqa: SLF001 - our own module
     assert saved == {f.name for f in dataclasses.fields(ToolCall)}

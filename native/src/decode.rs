@@ -1,6 +1,6 @@
 //! PyO3 glue of the receiver's decode: request bytes -> the `Decoded` records decode.py makes,
 //! and for the few spans the conventions must look at, the attribute values they read.
-//! Python (receiver/decode_native.py) finishes those spans with decode.py's own code, so the
+//! Python (receiver/ingest/decode_native.py) finishes those spans with decode.py's own code, so the
 //! conventions are read in one place.
 
 use std::collections::HashMap;

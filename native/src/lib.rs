@@ -2,7 +2,7 @@
 //! The Python module `otel_loopguard/canon/canonical.py` is the reference; this one must
 //! give the same bytes, flags and digests (tests/native/). Pure logic is in `canon` and
 //! `digest` (safe Rust); this file is only the PyO3 glue. `otlp` reads an OTLP trace request
-//! for the receiver (the reference: `otel_loopguard/receiver/decode.py`); its glue is `decode`.
+//! for the receiver (the reference: `otel_loopguard/receiver/ingest/decode.py`); its glue is `decode`.
 
 pub mod canon;
 pub mod digest;

@@ -1,6 +1,6 @@
 //! An OTLP `ExportTraceServiceRequest`, read from its wire bytes: a hand-rolled protobuf
 //! reader (safe Rust, no allocation while validating). The Python reference is
-//! `otel_loopguard/receiver/decode.py` over protobuf's upb parser; this module refuses exactly
+//! `otel_loopguard/receiver/ingest/decode.py` over protobuf's upb parser; this module refuses exactly
 //! what upb refuses, with the same status, and reads values with upb's semantics (the last of
 //! a repeated singular field wins, a message field seen twice is merged, an AnyValue switching
 //! its case forgets the old one, a field of the wrong wire type is an unknown field).

@@ -37,7 +37,7 @@ class ReceiverConfig:
     dedupe_seconds: float = 600.0
     max_buffered_calls: int = 1_000_000  # backpressure above this many buffered calls
     max_open_runs: int = 100_000  # ... or this many open runs
-    # Every structure that grows with traffic counts toward this (receiver/budget.py): the dedupe
+    # Every structure that grows with traffic counts toward this (receiver/ops/budget.py): the dedupe
     # table, open runs, the forward and finding queues, requests being decoded.
     memory_limit_mib: int = 1024
     max_request_spans: int = 100_000  # a request with more is refused: send smaller batches
@@ -70,7 +70,7 @@ class ReceiverConfig:
     auth_token_file: Optional[str] = None  # accepted bearer tokens, one a line
     auth_tokens: Optional[str] = field(default=None, repr=False)  # comma-separated; never on a command line
     reload_poll_seconds: float = 2.0  # look at the policy, certificate and token files this often (0: SIGHUP only)
-    # Opt-in: each stop finding also as a Phoenix trace annotation (receiver/phoenix.py), e.g.
+    # Opt-in: each stop finding also as a Phoenix trace annotation (receiver/out/phoenix.py), e.g.
     # http://127.0.0.1:6006. Its API key, if Phoenix asks for one, by environment or file only.
     annotate_phoenix_url: Optional[str] = None
     phoenix_api_key: Optional[str] = field(default=None, repr=False)

@@ -1,6 +1,6 @@
-"""The receiver's RunAssembler in process (receiver/assembly.py): which run a span joins,
+"""The receiver's RunAssembler in process (receiver/runs/assembly.py): which run a span joins,
 when a run completes, which spans are late, what is counted and where each finding span
-goes, driven with decoded spans as `receiver/decode.py` hands them over and a clock the
+goes, driven with decoded spans as `receiver/ingest/decode.py` hands them over and a clock the
 test moves.
 
 `tests/receiver` checks the same behaviours through a real gRPC server; these tests pin
@@ -22,11 +22,12 @@ from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import Policy, policy_from_mapping
-from otel_loopguard.receiver import assembly, trim
-from otel_loopguard.receiver.assembly import RunAssembler
+from otel_loopguard.receiver.runs import assembly
+from otel_loopguard.receiver.ops import trim
+from otel_loopguard.receiver.runs.assembly import RunAssembler
 from otel_loopguard.receiver.config import ReceiverConfig
-from otel_loopguard.receiver.decode import Decoded
-from otel_loopguard.receiver.metrics import Metrics
+from otel_loopguard.receiver.ingest.decode import Decoded
+from otel_loopguard.receiver.ops.metrics import Metrics
 
 KEY = load_key(key=b"k" * 32)
 TRACE = bytes.fromhex("0a" * 16)
@@ -279,7 +280,7 @@ def test_a_resumed_conversation_in_a_new_trace_is_a_new_run_numbered_on() -> Non
 
 
 def test_a_conversation_resumes_numbered_on_after_the_receiver_repacked_its_tables() -> None:
-    """receiver/trim.py copies the completed runs' keys after a burst: nothing else changes."""
+    """receiver/ops/trim.py copies the completed runs' keys after a burst: nothing else changes."""
     rig = Rig()
     for seq in (1, 2):
         rig.accept(tool(seq, run_id="conv-1"))

@@ -60,6 +60,7 @@ def three_formats(tmp_path: Path, spans, stem: str) -> list[Path]:
 # --- one agent, three formats -------------------------------------------------------------
 
 
+@pytest.mark.real  # starts a process
 def test_the_same_looping_agent_gives_the_same_findings_from_all_three_formats(audit, tmp_path: Path) -> None:
     spans = record_agent(looping_agent(6))
     run_id = trace_id_hex(spans)

@@ -106,6 +106,7 @@ def test_a_file_without_tool_calls_is_a_skipped_case(tmp_path: Path, audit_fast:
     assert (xml.tests, xml.failures, empty.skipped) == (2, 0, 1)
 
 
+@pytest.mark.real  # starts a process
 def test_junit_file_beside_the_text_report(tmp_path: Path, audit: Audit) -> None:
     """CI keeps its readable log and gets the report: --junit FILE changes nothing on stdout."""
     case = CASES["seed_stalled_lookup"]

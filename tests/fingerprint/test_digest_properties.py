@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -323,6 +324,7 @@ def _run_child(env_extra: dict[str, str]) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.real  # starts a process
 def test_same_key_gives_same_digests_across_processes() -> None:
     secret = "cross-process-secret-value-0123456789"
     child = _run_child({"OTEL_LOOPGUARD_KEY": secret, "PYTHONHASHSEED": "12345"})

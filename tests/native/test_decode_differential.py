@@ -1,4 +1,4 @@
-"""The receiver's decode, twice: the Rust decoder (receiver/decode_native.py over native/src/otlp.rs)
+"""The receiver's decode, twice: the Rust decoder (receiver/ingest/decode_native.py over native/src/otlp.rs)
 against the Python reference (decode.decode_python over protobuf's parser). On recorded captures,
 generated requests, seeded and mutated bytes and hand-made wire edge cases, both give the same
 records (every field of every Decoded, calls included), the same rejections, and the same error
@@ -22,8 +22,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otel_loopguard import native
 from otel_loopguard.otlp.values import to_key_values
-from otel_loopguard.receiver import decode as reference
-from otel_loopguard.receiver import decode_native
+from otel_loopguard.receiver.ingest import decode as reference
+from otel_loopguard.receiver.ingest import decode_native
 
 from tests.native.conftest import require_native
 from tests.reliability.fuzzing import RUN_ATTRIBUTE, corpus, mutate, random_request, requests
@@ -34,7 +34,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "otlp"
 FIELDS = ("where", "key", "content", "trace_id", "span_id", "parent", "start", "end", "run_id", "call", "model",
           "facts", "guards", "agent")
 Decoder = Callable[..., Any]
-# LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/reliability.md);
+# LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/testing.md, "Long runs");
 # the seeded requests scale with it (a tenth, each whole and mutated).
 MUTATED = int(os.environ.get("LOOPGUARD_DECODE_DIFF_CASES", "20000"))
 SEEDED = max(1000, MUTATED // 10)
@@ -314,11 +314,12 @@ def test_the_comparison_can_fail(rust: Decoder) -> None:
 
 
 def _child_path(env: dict[str, str]) -> str:
-    code = "from otel_loopguard.receiver import decode; print(decode.path())"
+    code = "from otel_loopguard.receiver.ingest import decode; print(decode.path())"
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=True).stdout.strip()
 
 
+@pytest.mark.real  # starts a process
 def test_one_chooser_for_both_native_paths() -> None:
     """decode() takes the Rust path exactly when native.py does:
     OTEL_LOOPGUARD_PURE_PYTHON=1 sends both to Python."""

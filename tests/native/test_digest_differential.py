@@ -108,6 +108,7 @@ def test_the_native_key_shows_and_keeps_no_secret() -> None:
         pickle.dumps(handle.prefixed(b"x"))
 
 
+@pytest.mark.real  # starts a process
 def test_the_environment_variable_forces_the_python_path() -> None:
     code = "from otel_loopguard import native; print(native.PATH)"
     env = {**os.environ, chooser.PURE_ENV: "1"}

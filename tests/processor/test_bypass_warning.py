@@ -25,6 +25,7 @@ def _provider(endpoint: str) -> TracerProvider:
     return provider
 
 
+@pytest.mark.real  # starts a process
 def test_install_warns_once_when_its_exporter_targets_what_a_receiver_forwards_to(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("OTEL_LOOPGUARD_RUNTIME_DIR", str(tmp_path / "run"))

@@ -14,7 +14,7 @@ import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from otel_loopguard.receiver.config import ReceiverConfig
-from otel_loopguard.receiver.server import Running, start
+from otel_loopguard.receiver.serve.server import Running, start
 
 
 class Sink(trace_service_pb2_grpc.TraceServiceServicer):

@@ -15,7 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from otel_loopguard.receiver import trim
+from otel_loopguard.receiver.ops import trim
 
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, Sink, attr, export_stub, findings_of
@@ -143,7 +143,7 @@ def test_serve_exits_0_on_sigint(sink: Sink, sig: int) -> None:
 @pytest.mark.parametrize(("given", "runs_with"), [(None, "malloc"), ("pymalloc", "pymalloc")])
 def test_serve_runs_under_the_allocator_that_gives_memory_back_unless_told_otherwise(given: Optional[str],
                                                                                      runs_with: str) -> None:
-    """receiver/trim.py: the process replaces itself once, keeping its id, with PYTHONMALLOC=malloc;
+    """receiver/ops/trim.py: the process replaces itself once, keeping its id, with PYTHONMALLOC=malloc;
     a PYTHONMALLOC already set is kept (the way to opt out)."""
     env = {k: v for k, v in _env().items() if k != "PYTHONMALLOC"}
     if given:

@@ -23,7 +23,7 @@ from otel_loopguard.conventions import ModelSpan, ToolSpan, recognise
 from otel_loopguard.otlp.spans import run_id_of, span_call
 from otel_loopguard.otlp.wire import _field
 from otel_loopguard.otlp.values import attributes, to_any_value, to_key_values
-from otel_loopguard.receiver.decode import decode
+from otel_loopguard.receiver.ingest.decoder import decode
 
 CAPTURES = Path(__file__).resolve().parents[2] / "research" / "conventions" / "captures"
 FILES = sorted(p.stem for p in CAPTURES.glob("*.json"))
@@ -173,7 +173,7 @@ def test_non_finite_token_counts_count_as_unknown_and_lose_nothing() -> None:
 
 
 def test_a_span_that_cannot_be_read_is_passed_on_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from otel_loopguard.receiver import decode as module
+    from otel_loopguard.receiver.ingest import decode as module
 
     real = module.recognise
 
@@ -339,7 +339,7 @@ def test_framework_wrapped_arguments_nested_past_the_stack_are_read_as_text() ->
 
 
 def test_an_unreadable_span_re_sent_through_another_encoder_is_still_a_duplicate(monkeypatch: pytest.MonkeyPatch) -> None:
-    from otel_loopguard.receiver import decode as module
+    from otel_loopguard.receiver.ingest import decode as module
 
     def broken(values: Any, error: bool) -> Any:
         raise ValueError("a bug")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from otel_loopguard.receiver.dedupe import SpanDeduper
+from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
 
 from .agent import LOOP, encode, record_spans
 from .harness import (

@@ -253,7 +253,7 @@ def test_half_a_client_identity_or_an_unknown_compression_is_refused() -> None:
 
 
 def test_unreadable_or_non_pem_files_fail_at_start_naming_the_setting(tmp_path: Path) -> None:
-    from otel_loopguard.receiver.downstream import channel_credentials
+    from otel_loopguard.receiver.out.downstream import channel_credentials
 
     with pytest.raises(ConfigError, match="certificate_file: cannot read"):
         channel_credentials(ReceiverConfig(forward="h:1", certificate_file=str(tmp_path / "missing.pem")))

@@ -1,4 +1,4 @@
-"""Inline mode's forward queue (receiver/delivery.py): a backend outage absorbed, not pushed back.
+"""Inline mode's forward queue (receiver/out/delivery.py): a backend outage absorbed, not pushed back.
 
 The app is the OpenTelemetry SDK with its default batch processor and OTLP exporter, which
 gives up on a batch after its 10 s timeout: the receiver has to take the spans while the

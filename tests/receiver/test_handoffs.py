@@ -27,9 +27,9 @@ from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.spans import SpanCollector, span_call
 from otel_loopguard.otlp.values import attributes
 from otel_loopguard.policy import policy_from_mapping
-from otel_loopguard.receiver.assembly import RunAssembler
-from otel_loopguard.receiver.decode import decode
-from otel_loopguard.receiver.metrics import Metrics
+from otel_loopguard.receiver.runs.assembly import RunAssembler
+from otel_loopguard.receiver.ingest.decoder import decode
+from otel_loopguard.receiver.ops.metrics import Metrics
 
 from .harness import RUN, ReceiverThread, Sink, attr, export_stub, findings_of, make_config, request_of, wait_for
 from .test_decode import _request, _span

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from otel_loopguard.receiver.config import ConfigError, ReceiverConfig, from_sources
-from otel_loopguard.receiver.security import UNAUTHENTICATED_MESSAGE
+from otel_loopguard.receiver.ops.security import UNAUTHENTICATED_MESSAGE
 
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, ReceiverThread, Sink, app_spans, findings_of, make_config, wait_for

@@ -1,6 +1,6 @@
 """Memory a burst took comes back once it is over (docs/reliability.md, "Overload"): the
 dedupe table and the side tables give back their dict tables, the caches a burst filled are
-emptied, and the receiver's timer says when (receiver/trim.py). Measured with tracemalloc,
+emptied, and the receiver's timer says when (receiver/ops/trim.py). Measured with tracemalloc,
 in process; the real process's resident memory is tests/reliability/test_overload.py.
 """
 
@@ -17,8 +17,8 @@ from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp import spans, wire
 from otel_loopguard.policy import Policy
-from otel_loopguard.receiver import trim
-from otel_loopguard.receiver.dedupe import SpanDeduper
+from otel_loopguard.receiver.ops import trim
+from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
 
 MIB = 1 << 20
 

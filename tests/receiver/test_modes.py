@@ -100,7 +100,7 @@ def test_graceful_shutdown_judges_open_runs_as_cut_and_delivers_their_findings(s
         assert len(summaries) == 1
         assert attr(summaries[0], "loopguard.run.id") == run_id
         # Its root never ended: the shutdown cut it, so it is judged (the loop is reported) but
-        # not scored as if whole (receiver/restart.py, rule 1; tests/reliability/ has the restarts).
+        # not scored as if whole (receiver/runs/restart.py, rule 1; tests/reliability/ has the restarts).
         assert attr(summaries[0], "loopguard.run.outcome") == "incomplete_trace"
         cut = findings_of(sink, kind="incomplete_trace")
         assert len(cut) == 1 and "receiver stopped" in attr(cut[0], "loopguard.finding.reason")

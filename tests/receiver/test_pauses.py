@@ -1,4 +1,4 @@
-"""`serve` runs the full garbage collections itself, at quiet moments (receiver/pauses.py)."""
+"""`serve` runs the full garbage collections itself, at quiet moments (receiver/ops/pauses.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from otel_loopguard.receiver import pauses
+from otel_loopguard.receiver.ops import pauses
 
 
 class Clock:

@@ -13,8 +13,8 @@ import pytest
 
 from otel_loopguard.findings import finding
 from otel_loopguard.findings.otlp import finding_span, place_at, run_span
-from otel_loopguard.receiver.metrics import Metrics
-from otel_loopguard.receiver.phoenix import PhoenixAnnotator, annotation
+from otel_loopguard.receiver.ops.metrics import Metrics
+from otel_loopguard.receiver.out.phoenix import PhoenixAnnotator, annotation
 
 WHERE = place_at(b"\x01" * 16, b"\x02" * 8, 10, 20)
 

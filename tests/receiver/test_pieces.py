@@ -23,7 +23,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from otel_loopguard.otlp.pieces import cut
-from otel_loopguard.receiver.decode import TooManySpans, decode, decode_in_pieces
+from otel_loopguard.receiver.ingest.decode import TooManySpans
+from otel_loopguard.receiver.ingest.decoder import decode, decode_in_pieces
 
 from reliability import fuzzing
 
@@ -176,7 +177,8 @@ def test_recorded_requests(fixture: Path) -> None:
 
 
 def test_the_receiver_parses_a_large_request_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    from otel_loopguard.receiver import decode as decode_module, service
+    from otel_loopguard.receiver.ingest import decoder as decode_module
+    from otel_loopguard.receiver.serve import service
 
     data = request([[span(n) for n in range(5000)]])
     parses: list[int] = []

@@ -121,7 +121,7 @@ def test_an_otlp_http_path_is_refused_with_a_clear_error() -> None:
 def test_findings_only_takes_forward_as_its_destination() -> None:
     import argparse
 
-    from otel_loopguard.receiver.command import add_arguments
+    from otel_loopguard.receiver.serve.command import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from otel_loopguard.receiver.config import ConfigError, ReceiverConfig, from_sources
-from otel_loopguard.receiver.metrics import Metrics
+from otel_loopguard.receiver.ops.metrics import Metrics
 
 from .harness import ReceiverThread, Sink, make_config
 from .test_cli import ROOT, _env, _free_port, _serve, _wait_serving
@@ -139,7 +139,7 @@ def test_a_failed_start_leaves_no_port_bound(sink: Sink) -> None:
     import asyncio
     import socket
 
-    from otel_loopguard.receiver.server import start
+    from otel_loopguard.receiver.serve.server import start
 
     port = _free_port()
     with socket.socket() as holder:

@@ -8,7 +8,7 @@ from otel_loopguard.calls import RawCall
 from otel_loopguard.canon import load_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import policy_from_mapping
-from otel_loopguard.receiver.runs import RunBuffer
+from otel_loopguard.receiver.runs.buffer import RunBuffer
 
 FP = Fingerprinter(load_key(key="receiver-volatile-test-key-01234"), policy_from_mapping({"version": "t"}))
 

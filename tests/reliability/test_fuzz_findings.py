@@ -30,7 +30,7 @@ def test_a_span_redelivered_after_the_dedupe_window_is_judged_once() -> None:
     from otel_loopguard.canon import load_key
     from otel_loopguard.fingerprint import Fingerprinter
     from otel_loopguard.policy import Policy
-    from otel_loopguard.receiver.runs import RunBuffer
+    from otel_loopguard.receiver.runs.buffer import RunBuffer
 
     fp = Fingerprinter(load_key(key=b"fuzz-findings-key-0123456789"), Policy())
     for spans in (["1", "1", "2"], ["1", "3", "2"]):
@@ -51,7 +51,7 @@ def test_a_denied_call_and_a_ran_call_sharing_a_span_id_across_traces_keep_their
     from otel_loopguard.canon import load_key
     from otel_loopguard.fingerprint import Fingerprinter
     from otel_loopguard.policy import Policy
-    from otel_loopguard.receiver.runs import RunBuffer
+    from otel_loopguard.receiver.runs.buffer import RunBuffer
 
     fp = Fingerprinter(load_key(key=b"fuzz-findings-key-0123456789"), Policy())
     for second_span in ("1", "2"):

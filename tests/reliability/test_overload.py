@@ -5,7 +5,7 @@ that each send their next batch as soon as the last is answered (every span new,
 the traces agent runs that never complete), twice, with a quiet spell after each. Asserted in
 terms of the bound, never of time: resident memory above the idle process's stays within the
 bound in both bursts, and after each quiet spell at most half of its peak above idle is left
-(measured: a quarter; nine tenths before receiver/trim.py's release, two thirds with it on
+(measured: a quarter; nine tenths before receiver/ops/trim.py's release, two thirds with it on
 CPython's own allocator, PYTHONMALLOC=pymalloc: docs/reliability.md); the
 receiver's own estimate comes back down to what its bounded side tables keep; every span
 accepted reaches the backend once; open runs that never complete were judged early rather
@@ -27,7 +27,7 @@ def test_memory_levels_off_within_the_bound_and_nothing_accepted_is_lost(tmp_pat
     env = S.receiver_env()
     env["OTEL_LOOPGUARD_DEDUPE_SECONDS"] = "5"  # entries expire within the quiet spell
     env["OTEL_LOOPGUARD_LATE_CACHE_SECONDS"] = "5"  # and so do the side tables'
-    env.pop("PYTHONMALLOC", None)  # serve's own choice (receiver/trim.py)
+    env.pop("PYTHONMALLOC", None)  # serve's own choice (receiver/ops/trim.py)
     result = overload(tmp_path, env, limit_mib=LIMIT_MIB, seconds=12, quiet=8, bursts=2, senders=6)
     row = result.row()
     first, second = result.bursts

@@ -2,7 +2,7 @@
 
 With `--state-dir`: no accepted span is lost (the forward queue is on disk), none is forwarded
 twice (the dedupe keys are on disk), and a run a restart cuts in two is never scored as a
-passing half (receiver/restart.py). Each guarantee has its control beside it: the same steps
+passing half (receiver/runs/restart.py). Each guarantee has its control beside it: the same steps
 without a state directory lose spans, forward a retry twice, and score the later half.
 """
 
@@ -16,7 +16,7 @@ from typing import Optional
 
 import pytest
 
-from otel_loopguard.receiver.restart import HEARTBEAT_SECONDS
+from otel_loopguard.receiver.runs.restart import HEARTBEAT_SECONDS
 
 from collector import scenarios as S
 from collector.backend import CountingBackend, Stored
@@ -49,7 +49,7 @@ def spans_of(payloads: list[bytes]) -> set[tuple[str, str]]:
 
 
 def delivered_on_disk(state_dir: Path) -> int:
-    """Forward-queue records acknowledged as delivered (receiver/spool.py: 8-byte entries, kind in bit 0)."""
+    """Forward-queue records acknowledged as delivered (receiver/state/spool.py: 8-byte entries, kind in bit 0)."""
     entries = []
     for f in (state_dir / "queue").glob("*.ack"):
         data = f.read_bytes()
@@ -146,7 +146,7 @@ def test_a_run_split_by_a_restart(backend: CountingBackend, tmp_path: Path, sig:
         restart(r, getattr(signal, sig.upper()))
         # Negative controls: runs that begin after the restart are judged whole, loop or not.
         # "After" by the rule's margin: a span started within two heartbeats of the previous
-        # process's last `alive` stamp may belong to a run it saw (receiver/restart.py).
+        # process's last `alive` stamp may belong to a run it saw (receiver/runs/restart.py).
         time.sleep(max(0.0, killed_at + 2 * HEARTBEAT_SECONDS + 0.1 - time.time()))
         fresh_loop, fresh_ok = handmade.Run(looping=True), handmade.Run(looping=False)
         for run in (cut, fresh_loop, fresh_ok):

@@ -1,4 +1,4 @@
-"""Open runs saved at shutdown and restored at start (receiver/snapshot.py): a run split there is
+"""Open runs saved at shutdown and restored at start (receiver/state/snapshot.py): a run split there is
 judged exactly as the same run judged in one piece; a damaged or foreign snapshot is set aside
 with a log line and costs nothing else."""
 
@@ -15,8 +15,8 @@ from otel_loopguard.calls import ModelCall, RawCall
 from otel_loopguard.canon import ephemeral_key
 from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.policy import load_policy
-from otel_loopguard.receiver import snapshot
-from otel_loopguard.receiver.runs import RunBuffer
+from otel_loopguard.receiver.state import snapshot
+from otel_loopguard.receiver.runs.buffer import RunBuffer
 
 POLICY = Path(__file__).with_name("tight-budget.yaml")  # turns and tokens count: model calls matter
 FP = Fingerprinter(ephemeral_key(), load_policy(POLICY))

@@ -1,4 +1,4 @@
-"""The state directory's files (receiver/spool.py, receiver/state.py) on their own: what a crash
+"""The state directory's files (receiver/state/spool.py, receiver/state/directory.py) on their own: what a crash
 leaves behind reads back, and what is damaged is set aside without costing the rest."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from otel_loopguard.receiver.config import ConfigError
-from otel_loopguard.receiver.dedupe import CONFLICT, DUPLICATE, NEW
-from otel_loopguard.receiver.judged import JudgedLog
-from otel_loopguard.receiver.spool import DELIVERED, JUDGED, Spool
-from otel_loopguard.receiver.state import DedupeLog, PersistentDeduper, StateDir
+from otel_loopguard.receiver.ingest.dedupe import CONFLICT, DUPLICATE, NEW
+from otel_loopguard.receiver.state.judged import JudgedLog
+from otel_loopguard.receiver.state.spool import DELIVERED, JUDGED, Spool
+from otel_loopguard.receiver.state.directory import DedupeLog, PersistentDeduper, StateDir
 
 
 def keys(n: int, salt: int = 0) -> bytes:

@@ -1,0 +1,504 @@
+"""One open run in the receiver: its calls reassembled into sequence order.
+
+Calls numbered by the processor (`loopguard.seq`, marked dense) are judged as soon as
+the contiguous prefix grows, so findings stream. Calls without a number are held
+and judged in start-time order when the run completes; calls whose numbers are not
+marked dense (they may skip: 10, 20, 30) are held too and judged in their order. A gap that outlives
+`gap_wait` makes the run `incomplete_trace`; judging resumes after the gap,
+patterns of calls in a row starting afresh there.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import replace
+from typing import Any, Optional, Union
+
+from ...bounded import BoundedMap
+from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ...conventions.handoffs import resolve_targets, unresolved
+from ...detect import Run
+from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
+from ...findings.otlp import MAX_INPUT_CHARS
+from ...fingerprint import Fingerprinter, fingerprint_call
+from ...otlp.order import order_calls
+from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
+
+MAX_KEPT_FINDINGS = 1000
+MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
+MAX_SKIPPED_RANGES = 1000
+MAX_GUARD_EVENTS = 100
+MAX_STARTS = 100_000
+MAX_AGENT_SPANS = 4096  # the latest agent spans of a run: waiting handoffs' targets
+RECENT_CALLS = 1024
+RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
+SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
+
+
+class _Held:
+    """What a held call keeps besides its ToolCall: the guard facts the score needs."""
+
+    __slots__ = ("dispatched", "guard")
+
+    def __init__(self, dispatched: bool, guard: Optional[str]):
+        self.dispatched = dispatched
+        self.guard = guard
+
+
+_ORDINARY = _Held(True, None)  # shared by every call that no guard touched
+_NO_FACTS = RunFacts()
+_FACT_KEYS = ("loopguard.termination_reason", "loopguard.terminal_response")
+MAX_JOURNAL = 20_000  # inputs a run keeps for a snapshot (state_dir); a longer run is cut at shutdown instead
+
+
+def _key(call: RawCall | ToolCall) -> tuple[Optional[str], Optional[str]]:
+    """A held call's identity: span ids are unique only within their trace, and the traces of
+    one conversation are one run."""
+    return call.trace_id, call.span_id
+
+
+def _held(raw: RawCall) -> _Held:
+    return _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+
+
+def _arguments_text(arguments: Any) -> Optional[str]:
+    if isinstance(arguments, str):
+        return arguments[:MAX_INPUT_CHARS + 1]  # the same object when short: no copy
+    try:
+        return json.dumps(arguments, ensure_ascii=False, default=str)[:MAX_INPUT_CHARS + 1]
+    except (TypeError, ValueError):
+        return None
+
+
+def _without_payload(raw: RawCall) -> RawCall:
+    """What _place reads of a call besides its ToolCall: numbering, guard facts, ids."""
+    return RawCall(seq=raw.seq, tool=raw.tool, ok=raw.ok, finished=raw.finished, span_id=raw.span_id,
+                   dispatched=raw.dispatched, guard=raw.guard, key_id=raw.key_id, trace_id=raw.trace_id,
+                   seq_dense=raw.seq_dense)
+
+
+class RunBuffer:
+    def __init__(self, run_id: str, fp: Fingerprinter, now: float, *, first_seq: int = 1, dense_seq: bool = False,
+                 journal: bool = False, restored: bool = False):
+        self.run_id = run_id
+        self._fp = fp
+        self.run = Run(run_id, fp.policy)
+        self.trail = GuardTrail()
+        self.facts = _NO_FACTS  # frozen: replaced, never changed
+        self.first_seq = first_seq
+        self.next_seq = first_seq  # above 1: a conversation resumed after its run completed
+        self._resumed = first_seq > 1
+        self.pending: dict[int, tuple[ToolCall, _Held]] = {}
+        # RawCall: a handoff held until its target is known (add_call)
+        self.untagged: list[tuple[Union[ToolCall, RawCall], _Held]] = []
+        self.untagged_models: list[ModelCall] = []
+        self.agents: list[tuple[int, str]] = []  # (start, agent) of agent spans, sorted (bounded)
+        self.recent: BoundedMap[int, ToolCall] = BoundedMap(RECENT_CALLS)
+        # Only arguments that reached the receiver unredacted (so the backend holds them already),
+        # cut short: a finding shows what was repeated without copying a payload.
+        self.arguments: BoundedMap[str, str] = BoundedMap(RECENT_ARGUMENTS)
+        self._args_action = ""  # the action whose arguments were noted last
+        self.findings: list[Finding] = []
+        self.key_ids: set[str] = set()
+        self.gap_since: Optional[float] = None
+        self.skipped: list[tuple[int, int]] = []  # [lo, hi) ranges given up on after gap_wait
+        self.late_calls = 0
+        self.incomplete = False
+        self.integrity_error = False
+        self.clock_skew = False
+        self.skew_events = 0
+        self.guard_events: list[GuardEvent] = []
+        self._starts: list[int] = []  # start times of executed calls, sorted (bounded)
+        self._capped_starts: dict[str, list[int]] = {}  # the same, per tool with a cap (max_calls)
+        self.roots: dict[str, str] = {}  # trace id hex -> root span id hex, per trace of the run
+        self.root_ended_at: Optional[float] = None
+        self.turn_ended_at: Optional[float] = None  # a conversation's trace ended: judge_turn()
+        self.last_activity = now
+        self.opened_at = now
+        self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/runs/restart.py)
+        # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
+        # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
+        self.journal: Optional[list[tuple[Any, ...]]] = [] if journal else None
+        self.restored = restored  # rebuilt from a snapshot: the restart rule does not apply
+        self.first_trace: Optional[str] = None
+        self.traces: set[bytes] = set()
+        self.waiting_parents: set[bytes] = set()  # parent spans its calls wait for (assembly.py, clock skew)
+        self.first_call: Optional[ToolCall] = None
+        self.last_call: Optional[ToolCall] = None
+        self.tool_calls_seen = 0
+        self._last_start = 0
+        self._models_seen = 0
+        self._tagged = False  # calls carry loopguard.seq: judge as they arrive
+        self._dense_seq = dense_seq  # serve --dense-seq: every loopguard.seq is numbered 1..N
+        self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
+        self._judged_calls = 0  # held calls judged at earlier turns of a conversation (judge_turn)
+        self._judged_model_ends: list[int] = []  # their model spans' end times, for later calls' turns
+
+    @property
+    def buffered(self) -> int:
+        return len(self.pending) + len(self.untagged) + len(self.untagged_models)
+
+    # -- input -----------------------------------------------------------------
+    def add_call(self, raw: RawCall, now: float) -> list[Finding]:
+        self.last_activity = now
+        if raw.seq < 1 and unresolved(raw):
+            # A handoff whose target is the agent that acts next: fingerprinted here once the
+            # run is ordered and the target known (conventions/handoffs.py), so no key id of
+            # its own to check against the run's.
+            self.tool_calls_seen += 1
+            self.first_trace = self.first_trace or raw.trace_id
+            self.untagged.append((raw, _held(raw)))
+            if self.journal is not None:
+                self._record(("handoff", raw))
+            return []
+        call = fingerprint_call(raw, self._fp)
+        text = None
+        if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
+            text = _arguments_text(raw.arguments)
+        if self.journal is not None:
+            self._record(("call", call, _without_payload(raw), text))
+        return self._place(call, raw, text, now)
+
+    def _place(self, call: ToolCall, raw: RawCall, text: Optional[str], now: float) -> list[Finding]:
+        """A fingerprinted call into the run; `raw` is read for its numbering and guard facts only."""
+        self.tool_calls_seen += 1
+        self.first_trace = self.first_trace or raw.trace_id
+        held = _held(raw)
+        out = self._key_check(raw)
+        if text is not None:
+            self.arguments.put(call.action, text)
+            self._args_action = call.action
+        if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
+            # Payloads are not kept: only the ToolCall and its guard facts. A number not
+            # promised dense orders the call but cannot tell a gap from a skip: held too.
+            self.untagged.append((call, held))
+            return out
+        if not self._tagged:
+            self._tagged = True
+            for model in self.untagged_models:  # decisions seen before the first call
+                out += self._keep(self.run.observe_model(model))
+            self.untagged_models = []
+        if not raw.finished:
+            out.append(self._unfinished(raw))
+        if self._resumed:
+            self._resumed = False
+            if raw.seq < self.next_seq:
+                # Not the conversation going on: its numbering started again (a restarted
+                # processor, calls ending out of order) or an old straggler: count from 1.
+                self.next_seq = 1
+        if any(lo <= raw.seq < hi for lo, hi in self.skipped):
+            self.late_calls += 1  # it missed its gap's wait: reported incomplete already
+            return out
+        if raw.seq < self.next_seq or raw.seq in self.pending:
+            return out + [self._conflict(raw)]
+        if raw.seq > self.next_seq + MAX_AHEAD:
+            return out + [self._conflict(raw, f"sequence {raw.seq} is far beyond the {self.next_seq - 1} calls seen")]
+        self.pending[raw.seq] = (call, held)
+        out += self._drain()
+        self.gap_since = (self.gap_since or now) if self.pending else None
+        return out
+
+    def add_model(self, model: ModelCall, now: float) -> list[Finding]:
+        self.last_activity = now
+        if self.journal is not None:
+            self._record(("model", model))
+        self._models_seen += 1
+        numbered = replace(model, turn=self._models_seen)
+        if not self._tagged:
+            self.untagged_models.append(numbered)  # turns are derived at completion
+            return []
+        return self._keep(self.run.observe_model(numbered))
+
+    def add_agent(self, start_ns: int, agent: str, now: float) -> None:
+        """An agent span: the agent that acts after a handoff that started before it, for a
+        handoff whose span never names its target (conventions/handoffs.py). Past the bound the
+        earliest are forgotten: a handoff that early falls back to the next handoff's source."""
+        self.last_activity = now
+        bisect.insort(self.agents, (start_ns, agent))
+        if len(self.agents) > MAX_AGENT_SPANS:
+            del self.agents[0]
+
+    def note_guards(self, events: list[GuardEvent]) -> None:
+        room = MAX_GUARD_EVENTS - len(self.guard_events)
+        if self.journal is not None and room > 0:
+            self._record(("guards", events[:room]))
+        self.guard_events.extend(events[: max(room, 0)])
+
+    def note_facts(self, facts: dict[str, object]) -> None:
+        reason = facts.get("loopguard.termination_reason")
+        terminal = facts.get("loopguard.terminal_response")
+        if self.journal is not None:
+            self._record(("facts", {k: v for k, v in facts.items() if k in _FACT_KEYS}))
+        if isinstance(reason, str) and reason in TERMINATION_REASONS:
+            self.facts = replace(self.facts, termination_reason=reason)
+        if isinstance(terminal, bool):
+            self.facts = replace(self.facts, terminal_response=terminal)
+
+    # -- snapshots (state_dir) ----------------------------------------------------
+    def _record(self, op: tuple[Any, ...]) -> None:
+        assert self.journal is not None
+        if len(self.journal) >= MAX_JOURNAL:
+            self.journal = None  # too long to save: cut at shutdown instead (restart.py)
+            return
+        self.journal.append(op)
+
+    def replay(self, op: tuple[Any, ...], now: float) -> None:
+        """One journal entry of a snapshot, applied as it was first: the same inputs in the
+        same order give the same state. What it finds was reported before the restart."""
+        kind = op[0]
+        if kind == "call":
+            if self.journal is not None:
+                self._record(op)
+            self._place(op[1], op[2], op[3], now)
+        elif kind == "handoff":
+            self.add_call(op[1], now)
+        elif kind == "model":
+            self.add_model(op[1], now)
+        elif kind == "facts":
+            self.note_facts(op[1])
+        elif kind == "guards":
+            self.note_guards(op[1])
+        elif kind == "gap":
+            self.expire_gap(float("inf"), 0.0)
+        elif kind == "turn":
+            self.judge_turn()
+        elif kind == "cut":
+            self.cut(op[1])
+        else:
+            raise ValueError(f"unknown journal entry {kind!r}")
+
+    # -- judging ---------------------------------------------------------------
+    def _drain(self) -> list[Finding]:
+        out: list[Finding] = []
+        while self.next_seq in self.pending:
+            call, raw = self.pending.pop(self.next_seq)
+            out += self._judge(call, raw)
+            self.next_seq += 1
+        return out
+
+    def _remember(self, call: ToolCall) -> None:
+        self.recent.put(call.seq, call)
+        self.first_call = self.first_call or call
+        self.last_call = call
+
+    def _judge(self, call: ToolCall, raw: "_Held") -> list[Finding]:
+        self._remember(call)
+        if call.start_ns:
+            if call.start_ns + SKEW_TOLERANCE_NS < self._last_start:
+                self.clock_skew = True  # a later call started before an earlier one
+                self.skew_events += 1
+            self._last_start = max(self._last_start, call.start_ns)
+        self.trail.note(call.seq, call.tool, raw.dispatched, raw.guard, self._fp.policy)
+        if not raw.dispatched:
+            return []
+        self._started(call)
+        return self._keep(self.run.observe(call))
+
+    def expire_gap(self, now: float, wait: float) -> list[Finding]:
+        """A gap older than `wait`: report it, then judge on after it."""
+        if not self.pending or self.gap_since is None or now - self.gap_since < wait:
+            return []
+        if self.journal is not None:
+            self._record(("gap",))
+        resume = min(self.pending)
+        lo, hi = self.next_seq, resume  # bounded by MAX_AHEAD, never materialised
+        if len(self.skipped) < MAX_SKIPPED_RANGES:
+            self.skipped.append((lo, hi))
+        self.next_seq = resume
+        self.gap_since = now if self.pending else None
+        self.run.gap()  # no streak is claimed across the missing calls
+        out = [self._incomplete(lo, hi)] + self._drain()
+        self.gap_since = now if self.pending else None
+        return out
+
+    def complete(self) -> list[Finding]:
+        """Judge everything still held; the run is over."""
+        out: list[Finding] = []
+        while self.pending:
+            out += self.expire_gap(float("inf"), 0.0)
+        if self._tagged:
+            # The processor leaves a handoff whose target it cannot know untagged: it has no
+            # place in the run's numbering, and the processor's own calls are judged without it.
+            self.untagged = [(c, h) for c, h in self.untagged if not isinstance(c, RawCall)]
+        if self.untagged and self._tagged:
+            out.append(self._mixed())
+        elif self.untagged:
+            out += self._judge_untagged()
+        return out
+
+    def _mixed(self) -> Finding:
+        """Calls without a sequence in a run whose calls have one cannot be placed in it."""
+        self.integrity_error = True
+        count, self.untagged = len(self.untagged), []
+        reason = (
+            f"{count} tool calls carry no loopguard.seq in a run whose other calls do "
+            "(a service without the processor?): they cannot be ordered, so the run is not scored"
+        )
+        return self._keep([self._about("integrity_conflict", WARN, 0, reason)])[0]
+
+    def _drop_redelivered(self) -> None:
+        """A span delivered again after the dedupe table forgot it (its window is bounded, and
+        shrinks under memory pressure) is still one call: the first one held is kept."""
+        seen: set[object] = set()
+        kept = []
+        for call, h in self.untagged:
+            key = (call.trace_id, call.span_id) if call.span_id else id(call)
+            if key not in seen:
+                seen.add(key)
+                kept.append((call, h))
+        self.untagged = kept
+
+    def _judge_untagged(self) -> list[Finding]:
+        self._drop_redelivered()
+        held = {_key(call): h for call, h in self.untagged}
+        numbered = [call.seq for call, _ in self.untagged if call.seq >= 1]
+        if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
+            twice = min(s for s in numbered if numbered.count(s) > 1)
+            self.untagged = []
+            return [self._conflict(RawCall(seq=twice, tool=""))]
+        calls = self._ordered(final=True)
+        if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
+            self._sparse_seqs = [c.seq for c in calls]
+        self.untagged = []
+        return self._feed(calls, held)
+
+    def judge_turn(self) -> list[Finding]:
+        """One user turn of a run keyed by a conversation ended (its trace's root span): the
+        calls held so far are judged now, not at the idle timeout, and the run goes on. Only
+        calls without any number (numbered ones are judged in their own order at completion).
+        A handoff whose target is the agent that acts next waits, with what follows it, for the
+        next turn or the run's completion."""
+        if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
+            return []
+        if self.journal is not None:
+            self._record(("turn",))
+        self._drop_redelivered()
+        held = {_key(call): h for call, h in self.untagged}
+        calls = self._ordered(final=False)
+        ready = {_key(c) for c in calls}
+        self.untagged = [(c, h) for c, h in self.untagged if _key(c) not in ready]
+        return self._feed(calls, held)
+
+    def _ordered(self, final: bool) -> list[ToolCall]:
+        """The held calls in sequence order after those judged at earlier turns, fingerprinted;
+        unless `final`, up to the first handoff still waiting for its target."""
+        ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
+        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends), self.agents)
+        if not final:
+            waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
+            ordered = ordered[:waiting]
+        offset = self._judged_calls
+        self._judged_calls += len(ordered)
+        calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
+        return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
+
+    def _feed(self, calls: list[ToolCall], held: dict[tuple[Optional[str], Optional[str]], "_Held"]) -> list[Finding]:
+        executed = []
+        for call in calls:
+            h = held[_key(call)]
+            self._remember(call)
+            self.trail.note(call.seq, call.tool, h.dispatched, h.guard, self._fp.policy)
+            if h.dispatched:
+                executed.append(call)
+                self._started(call)
+        models, self.untagged_models = self.untagged_models, []
+        if len(self._judged_model_ends) < MAX_STARTS:
+            self._judged_model_ends += [m.end_ns or 0 for m in models]
+        return self._keep(feed_in_order(self.run, models, executed))
+
+    def _started(self, call: ToolCall) -> None:
+        if call.start_ns and len(self._starts) < MAX_STARTS:
+            bisect.insort(self._starts, call.start_ns)
+            if self._fp.policy.rule(call.tool).max_calls is not None:
+                bisect.insort(self._capped_starts.setdefault(call.tool, []), call.start_ns)
+
+    def _guards_to_trail(self) -> None:
+        """Guard decisions known only as span events: placed by time among the calls. A cap's
+        decision refuses its tool only: only that tool's later calls ran after it."""
+        for e in self.guard_events:
+            before = bisect.bisect_right(self._starts, e.time_ns)
+            after = len(self._starts) - before
+            if e.kind in TOOL_LEVEL_KINDS:
+                starts = self._capped_starts.get(e.tool or "", [])
+                after = len(starts) - bisect.bisect_right(starts, e.time_ns)
+            self.trail.note_event(before + 0.5, e.kind, e.dispatched, after)
+
+    def score(self) -> tuple[str, dict[str, object]]:
+        unscorable: dict[str, object] = {"scorable": False, "release": None, "termination_reason": self.facts.termination_reason}
+        if self.integrity_error:
+            return "integrity_error", unscorable
+        if self.incomplete:
+            return "incomplete_trace", unscorable
+        self._guards_to_trail()
+        after = next_seq_after(self._sparse_seqs) if self._sparse_seqs else None  # else n + 1
+        return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts, after)
+
+    # -- integrity findings ----------------------------------------------------
+    def _key_check(self, raw: RawCall) -> list[Finding]:
+        key_id = self._fp.key_id if raw.key_id == LOCAL_KEY else raw.key_id
+        if key_id is None or key_id in self.key_ids or len(self.key_ids) >= 2:
+            return []  # two ids already make the run an integrity error; no need for more
+        self.key_ids.add(key_id)
+        if len(self.key_ids) != 2:
+            return []
+        self.integrity_error = True
+        reason = f"digests under different key ids ({', '.join(sorted(self.key_ids))}) cannot be compared"
+        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason)])
+
+    def _conflict(self, raw: RawCall, why: Optional[str] = None) -> Finding:
+        self.integrity_error = True
+        reason = why or f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
+        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id, raw.tool)])[0]
+
+    def _incomplete(self, lo: int, hi: int) -> Finding:
+        self.incomplete = True
+        shown = ", ".join(map(str, range(lo, min(hi, lo + 10)))) + (" ..." if hi - lo > 10 else "")
+        reason = f"calls {shown} never arrived: progress across the gap cannot be judged"
+        f = Finding(kind="incomplete_trace", severity=WARN, first_seq=lo, last_seq=hi - 1, count=hi - lo, seqs=(),
+                    span_ids=(), reason=reason)
+        return self._keep([f.stamped(self.run_id, self._fp.policy.version)])[0]
+
+    def cut(self, reason: str) -> list[Finding]:
+        """A receiver restart cut the run (receiver/runs/restart.py): unscorable, said once."""
+        if self.cut_reason is not None:
+            return []
+        self.cut_reason, self.incomplete = reason, True
+        if self.journal is not None:
+            self._record(("cut", reason))
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])
+
+    def cut_short(self, reason: str) -> Finding:
+        """The run is judged now, on what arrived, before it completed (the receiver needed its
+        memory back): never scored as passing, and the finding says why."""
+        self.incomplete = True
+        return self._keep([self._about("incomplete_trace", WARN, 0, reason)])[0]
+
+    def _unfinished(self, raw: RawCall) -> Finding:
+        self.incomplete = True
+        reason = f"call {raw.seq or '?'} started but never finished: its result is unknown"
+        return self._keep([self._about("incomplete_trace", WARN, max(raw.seq, 0), reason, raw.span_id, raw.tool)])[0]
+
+    def span_conflict(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
+        reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"
+        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id, tool)])[0]
+
+    def telemetry_duplicate(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
+        reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"
+        return self._keep([self._about("telemetry_duplicate", INFO, seq, reason, span_id, tool)])[0]
+
+    def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None,
+               tool: Optional[str] = None) -> Finding:
+        """A finding about one span (and its tool, when it is a call); seq 0 when the span
+        carried no sequence number."""
+        spans = (span_id,) if span_id else ()
+        seqs = (seq,) if (seq or span_id) else ()
+        f = Finding(kind=kind, severity=severity, first_seq=seq, last_seq=seq, count=1, seqs=seqs,
+                    span_ids=spans if seqs else (), reason=reason, tool=tool or None)
+        return f.stamped(self.run_id, self._fp.policy.version)
+
+    def _keep(self, found: list[Finding]) -> list[Finding]:
+        room = MAX_KEPT_FINDINGS - len(self.findings)
+        if room > 0:
+            self.findings.extend(found[:room])
+        return found

@@ -1,0 +1,7 @@
+"""What a restart must not forget: the state directory (`state_dir`).
+
+directory.py opens it (lock, dedupe log, heartbeat); spool.py is the on-disk queue both the
+forward queue and the finding queue write before they answer; judged.py keeps a request
+there until every run it fed was judged; snapshot.py saves the open runs at shutdown and
+restores them at start.
+"""
