@@ -109,16 +109,15 @@ def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str,
                   noised: Optional[str]) -> Optional[str]:
     """The result's digest in shape form, or None when shape masking changes nothing (or is
     off: by the policy, or for a tool whose ids are meaningful)."""
-    if rule.meaningful_fields:
-        return None
+    masker = fp.masker(rule)
+    if rule.meaningful_fields or masker is None:
+        return None  # the tool's ids and times are (part of) the answer
+    shaped: Optional[str]
     if noised is not None:  # text: noise already masked
         shaped = ids(noised)
-        return None if shaped == text else fp.digest_form("result", "", form, shaped)
-    masker = fp.masker(rule)
-    if masker is None:
-        return None  # the tool turned volatile values off: its ids and times are the answer
-    base = masker.text(text) or text
-    shaped = shape_changed(base)
+        shaped = None if shaped == text else shaped
+    else:
+        shaped = shape_changed(masker.text(text) or text)
     return None if shaped is None else fp.digest_form("result", "", form, shaped)
 
 
