@@ -69,6 +69,9 @@ class Fingerprinter:
         self._native_prefixes: dict[tuple[str, str], Any] = {}  # the same, in the Rust module
         self._maskers: dict[tuple[str, ...], Masker] = {}  # meaningful fields -> their masker
         self._keyed: Optional[Keyed] = None  # item and sketch keys, derived on first use
+        # (tool, arguments text, result text) -> Equivalence, for small payloads: a looping
+        # agent sends the same call again and again (bounded as the digest memos are).
+        self._equivalences: dict[tuple[int, str, str], Equivalence] = {}
 
     @property
     def key_id(self) -> str:
@@ -313,8 +316,22 @@ class Fingerprinter:
         eq = self.policy.equivalence_for(rule)
         if eq.exempt:
             return NO_EQUIVALENCE
-        ident = self._identity(rule, identity) if identity else ""
-        return of_call(self, rule, eq, arguments, args_value, result, finished, ident)
+        small = (finished and not identity and type(arguments) is str and type(result) is str
+                 and len(arguments) <= MEMO_MAX_CHARS and len(result) <= MEMO_MAX_CHARS)
+        if not small:
+            ident = self._identity(rule, identity) if identity else ""
+            return of_call(self, rule, eq, arguments, args_value, result, finished, ident)
+        # Keyed by the rule, not the tool: equivalence depends on the tool only through its rule
+        # (the policy's, alive as long as this Fingerprinter), and tools without one share it.
+        key = (id(rule), arguments, result)
+        memo = self._equivalences
+        known = memo.get(key)
+        if known is None:
+            known = of_call(self, rule, eq, arguments, args_value, result, finished)
+            if len(memo) >= MEMO_ENTRIES:
+                memo = self._equivalences = {}  # replaced whole, never edited in place (see the class)
+            memo[key] = known
+        return known
 
     def volatile(self, rule: ToolRule) -> frozenset[str]:
         return self._volatile(rule)
@@ -328,7 +345,7 @@ class Fingerprinter:
 
     def forget_memo(self) -> None:
         """Start the digest memos over (a receiver after a burst): replaced whole, as when full."""
-        self._actions, self._results = {}, {}
+        self._actions, self._results, self._equivalences = {}, {}, {}
 
     def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))

@@ -292,3 +292,18 @@ def test_the_native_and_the_python_paths_give_the_same_equivalence(monkeypatch: 
     monkeypatch.setattr(rust, "AVAILABLE", False)
     python = [call(a, r) for a, r in PAYLOADS]
     assert python == native
+
+
+def test_small_payloads_are_memoised_per_rule_and_the_memo_stays_bounded() -> None:
+    from otel_loopguard.fingerprint import fingerprinter
+
+    pol = policy_from_mapping({"tools": {"search": {"equivalence": {"item_fields": []}}}})
+    fp = Fingerprinter(KEY, pol)
+    hits = json.dumps(HITS[:2])
+    first = fingerprint_call(RawCall(seq=1, tool="t", arguments='{"q": "a"}', result=hits), fp).equivalence
+    again = fingerprint_call(RawCall(seq=2, tool="t", arguments='{"q": "a"}', result=hits), fp).equivalence
+    other_rule = fingerprint_call(RawCall(seq=3, tool="search", arguments='{"q": "a"}', result=hits), fp).equivalence
+    assert again is first and other_rule != first  # another rule: its own items (whole elements)
+    for n in range(fingerprinter.MEMO_ENTRIES + 10):
+        fingerprint_call(RawCall(seq=n + 4, tool="t", arguments=f'{{"q": "{n}"}}', result="x"), fp)
+    assert len(fp._equivalences) <= fingerprinter.MEMO_ENTRIES  # noqa: SLF001
