@@ -9,9 +9,10 @@ never count twice: they are `parallel_duplicate`'s business.
 Equivalence (consecutive mode, docs/equivalence.md): a call that brings nothing new and
 whose arguments' sketch is at least `equivalence.similarity` alike to an action of the
 previous decision (same tool) continues that action's count: a reworded query, a sub-agent
-asked again with a new preamble. A decision whose calls were all neutral (a new action's
-bare acknowledgement) neither continues nor breaks a count: a no-op between two tries of
-the looping call does not hide it.
+asked again with a new preamble. A decision whose calls were all rituals (a new action whose
+answer only echoes its own arguments, `echo "trying again"`) neither continues nor breaks a
+count: a no-op between two tries of the looping call does not hide it. A new side effect
+answered "ok" does break it (an edit between two runs of a check is work).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class RepeatDetector:
         self._previous: dict[str, _Streak] = {}  # ... and in the one before
         self._windows: BoundedMap[str, deque[tuple[int, ToolCall]]] = BoundedMap(MAX_WINDOW_ACTIONS)
         self._window_latches: BoundedMap[str, Latch] = BoundedMap(MAX_WINDOW_ACTIONS)
-        self._neutral_only = False  # every call of the current decision so far was neutral
+        self._neutral_only = False  # every call of the current decision so far was a ritual
 
     def observe(self, step: Step) -> list[Finding]:
         if step.decision != self._decision:
@@ -63,8 +64,8 @@ class RepeatDetector:
             self._current = {}
             self._decision = step.decision
             self._neutral_only = True
-        if not step.judgement.neutral:
-            self._neutral_only = False
+        if not (step.judgement.neutral and seen_equivalence(step.call, self._policy, step.rule).echoed):
+            self._neutral_only = False  # not a ritual: a new action answering only its own words
         if step.rule.exempt_repeat:
             return []
         rule = step.rule.repeat or self._policy.repeat  # = policy.repeat_for(tool): step.rule is the tool's

@@ -252,6 +252,18 @@ def test_negative_control_batch_work_over_many_files_is_quiet() -> None:
     assert loud(run(steps)) == []
 
 
+def test_an_edit_between_two_runs_of_an_unchanged_check_breaks_the_repeat_count() -> None:
+    """A new side effect answered "ok" is work, not a ritual: it breaks a repeat count (an
+    echo does not). Six unchanged checks in a row still end in no_progress."""
+    steps: list[tuple[Any, ...]] = []
+    for i in range(4):
+        steps.append(("run_shell", {"command": "git status --short"}, " M src/app.py"))
+        steps.append(("edit_file", {"path": "src/app.py", "patch": f"change {i}"}, "ok"))
+    h = run(steps)
+    assert h.kind("repeat") == [] and [j.neutral for j in h.judgements[1::2]] == [True] * 4
+    assert stop_at(h) is None
+
+
 def test_the_same_empty_command_again_and_again_is_still_a_loop() -> None:
     """Neutral is for a NEW action's acknowledgement only: one command repeated is a repeat."""
     h = run([("run_shell", {"command": "sleep 5"}, "")] * 6)
