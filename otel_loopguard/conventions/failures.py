@@ -21,9 +21,13 @@ SUCCESS_FLAG_KEYS = frozenset({"success", "ok", "succeeded"})
 # Any other key named by the policy: present with a non-empty value (not null, false, 0, "",
 # [] or {}) is a failure, as `"error": "permission denied"`.
 
+# A status line of its own: "Exit code: 1", "Command exited with code 2", "[Process exited with
+# code 1]", "returncode=127", "exit status 1"; at most four words before it. Prose that mentions
+# an exit code inside a sentence (a search result about shell scripts) is no status line.
 _TEXT = re.compile(
-    r"(?i)\b(?:exit(?:ed)?(?:\s+with)?\s+(?:code|status)|return\s?code|returncode|exit_code)[\"']?\s*[:=]?\s*"
-    r"(-?[1-9][0-9]{0,2})\b")
+    r"(?im)^[ \t\[(]*(?:[\w:*,.-]+[ \t]+){0,4}"
+    r"(?:exited(?:[ \t]+with)?(?:[ \t]+(?:code|status))?|exit[ \t_]?(?:code|status)|return[ \t_]?code|returncode)"
+    r"[\"']?[ \t]*[:=]?[ \t]*(-?[1-9][0-9]{0,2})[ \t\])\].]*$")
 _HEAD_TAIL_CHARS = 400  # the text read at each end: a status line is a first or last line
 
 

@@ -238,6 +238,9 @@ def test_failure_fields_by_convention(value: dict[str, Any], expected: Any) -> N
 @pytest.mark.parametrize("text,fails", [
     ("make: *** Error 2\nCommand exited with code 2", True), ("exit status 1", True), ("returncode=127", True),
     ("Exit code: 0", False), ("all good", False), ("the exit code of a process is a number", False),
+    ("[Process exited with code 1]", True), ("Error: command failed, exit code 1", True),
+    ("In bash, a script that fails returns exit code 1 to its caller by convention.", False),
+    ("See https://example.org: exit status 1 means a general error in most shells, and 2 misuse.", False),
 ])
 def test_failure_in_text_at_its_head_or_tail(text: str, fails: bool) -> None:
     assert (failure(text, "text", FIELDS, True) == "text") is fails
