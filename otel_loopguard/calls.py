@@ -8,6 +8,7 @@ run stays small and carries nothing sensitive.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
@@ -76,6 +77,9 @@ class Evidence:
     error_count: Optional[int] = None
 
 
+_ITEM = struct.Struct(">Q")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Equivalence:
     """What makes two calls "the same" beyond equal digests (docs/equivalence.md): keyed
@@ -84,13 +88,20 @@ class Equivalence:
     Built by fingerprint_call from payloads, or read from a tagged span's attributes."""
 
     shape: Optional[str] = None  # keyed digest of the result's shape form, when it differs from `result`
-    items: tuple[int, ...] = ()  # keyed 64-bit hashes of the result's content items, sampled (see level)
+    # Keyed 64-bit hashes of the result's content items, sampled (see level), ascending, 8 bytes
+    # each (bytes, not a tuple of ints: a held call stays small in the receiver).
+    items: bytes = b""
     item_count: Optional[int] = None  # content items the result holds; None: not known
     level: int = 0  # items kept are those whose hash has `level` leading zero bits (0: all)
     empty_list: bool = False  # the result holds an empty list: a read that found nothing
     echoed: int = 0  # parts of the result that only repeat the call's own arguments
-    sketch: Optional[tuple[int, ...]] = None  # the arguments' similarity sketch (fixed size)
+    sketch: Optional[bytes] = None  # the arguments' similarity sketch: 16 slots of 2 bytes
     failed: Optional[str] = None  # the result field or convention that reports a failure
+
+    @property
+    def item_hashes(self) -> tuple[int, ...]:
+        """`items` as integers."""
+        return tuple(h for (h,) in _ITEM.iter_unpack(self.items))
 
     @property
     def ack(self) -> bool:
@@ -110,7 +121,7 @@ def judged_equivalence(eq: Equivalence, shape: bool, items: bool, echo: bool) ->
     count = eq.item_count
     if not echo and count is not None:
         count += eq.echoed  # an echo is content again (it was never hashed: novelty falls back on digests)
-    return Equivalence(shape=eq.shape if shape else None, items=eq.items if items else (),
+    return Equivalence(shape=eq.shape if shape else None, items=eq.items if items else b"",
                        item_count=count if items else None, level=eq.level if items else 0,
                        empty_list=eq.empty_list if items else False, echoed=eq.echoed if echo else 0,
                        sketch=eq.sketch, failed=eq.failed)

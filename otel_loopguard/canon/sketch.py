@@ -13,6 +13,7 @@ two calls are, never what they said (docs/security.md).
 from __future__ import annotations
 
 import re
+import struct
 from typing import Any, Callable, Iterable, Optional
 
 SLOTS = 16
@@ -22,7 +23,8 @@ _SLOT_BITS = 4  # log2(SLOTS)
 _TOKEN = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 
-Sketch = tuple[int, ...]
+Sketch = bytes  # SLOTS big-endian 16-bit values
+_SLOTS = struct.Struct(f">{SLOTS}H")
 
 
 def tokens(value: Any, limit: int = MAX_TOKENS) -> set[str]:
@@ -59,15 +61,15 @@ def sketch(words: Iterable[str], keyed: Callable[[str], int]) -> Optional[Sketch
         seen = True
     if not seen:
         return None
-    return tuple(EMPTY if m >> 60 else min(m >> 44, EMPTY - 1) for m in mins)
+    return _SLOTS.pack(*(EMPTY if m >> 60 else min(m >> 44, EMPTY - 1) for m in mins))
 
 
 def similarity(a: Optional[Sketch], b: Optional[Sketch]) -> float:
     """Estimated Jaccard similarity of the two token sets (0.0 when either is unknown)."""
-    if a is None or b is None or len(a) != len(b):
+    if a is None or b is None or len(a) != len(b) or len(a) != _SLOTS.size:
         return 0.0
     used = same = 0
-    for x, y in zip(a, b):
+    for x, y in zip(_SLOTS.unpack(a), _SLOTS.unpack(b)):
         if x == EMPTY and y == EMPTY:
             continue
         used += 1
@@ -77,14 +79,19 @@ def similarity(a: Optional[Sketch], b: Optional[Sketch]) -> float:
 
 def to_hex(s: Sketch) -> str:
     """The wire form: four hex characters a slot."""
-    return "".join(f"{v:04x}" for v in s)
+    return s.hex()
 
 
-def from_hex(text: str) -> Optional[Sketch]:
+def from_hex(text: Any) -> Optional[Sketch]:
     """A sketch read from a span, or None when `text` is not one."""
     if not isinstance(text, str) or len(text) != 4 * SLOTS:
         return None
     try:
-        return tuple(int(text[i:i + 4], 16) for i in range(0, len(text), 4))
+        return bytes.fromhex(text)
     except ValueError:
         return None
+
+
+def slots(s: Sketch) -> tuple[int, ...]:
+    """The slot values of a sketch."""
+    return _SLOTS.unpack(s)

@@ -24,7 +24,8 @@ def to_attributes(eq: Equivalence) -> dict[str, Any]:
     if eq.item_count is not None:
         out[conv.RESULT_ITEM_COUNT] = eq.item_count
         if eq.items:
-            out[conv.RESULT_ITEMS] = [f"{h:016x}" for h in eq.items]
+            hexed = eq.items.hex()
+            out[conv.RESULT_ITEMS] = [hexed[i:i + 16] for i in range(0, len(hexed), 16)]
         if eq.level:
             out[conv.RESULT_ITEMS_LEVEL] = eq.level
     if eq.echoed:
@@ -42,14 +43,14 @@ def from_attributes(attrs: Mapping[str, Any]) -> Optional[Equivalence]:
     """The Equivalence a tagged span carries, or None when it carries none (a span tagged by
     an older processor, or not tagged). Malformed values are ignored, never raised on."""
     count = _int(attrs.get(conv.RESULT_ITEM_COUNT))
-    sketch = from_hex(attrs.get(conv.ARGS_SKETCH))  # type: ignore[arg-type]
+    sketch = from_hex(attrs.get(conv.ARGS_SKETCH))
     shape = attrs.get(conv.RESULT_SHAPE_DIGEST)
     failed = attrs.get(conv.RESULT_FAILURE)
     if count is None and sketch is None and shape is None and failed is None:
         return None
     return Equivalence(
         shape=shape if isinstance(shape, str) else None,
-        items=_items(attrs.get(conv.RESULT_ITEMS)) if count else (),
+        items=_items(attrs.get(conv.RESULT_ITEMS)) if count else b"",
         item_count=count,
         level=_int(attrs.get(conv.RESULT_ITEMS_LEVEL)) or 0,
         empty_list=attrs.get(conv.RESULT_EMPTY_LIST) is True,
@@ -63,14 +64,14 @@ def _int(v: Any) -> Optional[int]:
     return v if type(v) is int and v >= 0 else None
 
 
-def _items(v: Any) -> tuple[int, ...]:
+def _items(v: Any) -> bytes:
     if not isinstance(v, (list, tuple)):
-        return ()
+        return b""
     out = set()
     for text in list(v)[:MAX_WIRE_ITEMS]:
         if isinstance(text, str) and len(text) == 16:
             try:
-                out.add(int(text, 16))
+                out.add(bytes.fromhex(text))
             except ValueError:
                 continue
-    return tuple(sorted(out))
+    return b"".join(sorted(out))

@@ -100,8 +100,8 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     echo = Echo(args_value) if args_value is not None else NO_ECHO
     found = decompose(value, form, eq, echo, head if form == "text" and not eq.items_path else None)
     hashes = {keyed.item(t) for t in found.texts}
-    items, level = sampled(hashes)
-    return Equivalence(shape=shape, items=items, item_count=len(hashes), level=level, empty_list=found.empty_list,
+    kept, level = sampled(hashes)
+    return Equivalence(shape=shape, items=b"".join(h.to_bytes(8, "big") for h in kept), item_count=len(hashes), level=level, empty_list=found.empty_list,
                        echoed=found.echoed, sketch=sk, failed=failed)
 
 

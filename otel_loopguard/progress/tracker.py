@@ -17,6 +17,7 @@ a result that only echoes its arguments brings nothing. A new action's bare ackn
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -27,10 +28,11 @@ from ..bounded import BoundedMap, BoundedSet
 MAX_SEEN_RESULTS = 4096
 MAX_SEEN_ITEMS = 16384
 MAX_TRACKED_ACTIONS = 1024
-MAX_SEEN_CONTENT_ITEMS = 16384  # keyed item hashes of results (equivalence)
-MAX_SEEN_ACTIONS = 16384  # actions seen in the run, to tell a new action's acknowledgement
+MAX_SEEN_CONTENT_ITEMS = 8192  # keyed item hashes of results (equivalence)
+MAX_SEEN_ACTIONS = 4096  # actions seen in the run, to tell a new action's acknowledgement
 MAX_TRACKED_TOOLS = 256  # per tool, the highest item sampling level seen
 _ITEM_BITS = 64
+_ITEM = struct.Struct(">Q")  # one item hash in Equivalence.items
 
 
 @dataclass(slots=True)
@@ -72,7 +74,7 @@ class ProgressTracker:
         first_time = self._actions.add(hash(call.action))
         tool_rule = tool_rule or self._policy.rule(call.tool)
         eq = seen_equivalence(call, self._policy, tool_rule)
-        novel = call.result is not None and self._novel(call, eq)
+        novel = call.result is not None and self._novel(call, eq, not first_time)
         rule = tool_rule.progress
         ev = call.evidence
         neutral = first_time and call.ok is True and call.result is not None and eq.ack
@@ -94,12 +96,14 @@ class ProgressTracker:
         return Judgement(progressed=progressed, novel_result=novel, new_items=new_items, terminal=ev.terminal,
                          neutral=neutral)
 
-    def _novel(self, call: ToolCall, eq: Equivalence) -> bool:
+    def _novel(self, call: ToolCall, eq: Equivalence, answered: bool) -> bool:
         """A result never seen before in the run. When masking id- and time-shaped values
         changed its digest (`call.exact` set), the exact result must be unseen in the run and
         the masked one unseen for this action: a fresh message id on the same answer to the
         same request is nothing new, while another page of new ids is. With equivalence
-        sketches, the shape form stands in for the masked one, and items decide (below)."""
+        sketches (docs/equivalence.md), the shape form stands in for the masked one, and a
+        result with items is new only with an item never seen in the run. `answered`: the
+        action was called before in the run."""
         if eq.item_count is None and eq.shape is None:
             if call.exact is None:
                 return self._results.add(call.result)  # nothing was masked, no sketch
@@ -107,32 +111,39 @@ class ProgressTracker:
             return self._masked.add((call.action, call.result)) and fresh
         fresh = self._results.add(call.exact or call.result)
         same_answer = not self._masked.add((call.action, eq.shape or call.result))
-        new_item = self._new_content(call.tool, eq)
+        new_item = self._new_content(call.tool, eq, answered)
         if same_answer:
             return False  # the same action gave this answer before, noise aside
+        if answered and eq.level:
+            return True  # the same request's answer changed, and its sample may not show where
         if new_item is not None:
             return new_item
         if eq.item_count == 0 and eq.echoed:
             return False  # nothing but its own arguments (and emptiness)
         return fresh
 
-    def _new_content(self, tool: str, eq: Equivalence) -> Optional[bool]:
+    def _new_content(self, tool: str, eq: Equivalence, answered: bool) -> Optional[bool]:
         """Whether the result brought an item never seen before in the run; None when its
         items cannot tell (none, or none at the sampling level the run's answers need).
 
-        Items are sampled at a level (fingerprint/equivalence.py): an item is judged only at
-        the highest level this tool's answers were sampled at, where every earlier answer
-        kept all its items, so an item is never taken for new because a sample left it out."""
+        Items are sampled at a level (fingerprint/equivalence.py): for an action called for
+        the first time, an item is judged only at the highest level this tool's answers were
+        sampled at, where every earlier answer kept all its items, so an item is never taken
+        for new because a sample left it out (a window of lines already read). The same action
+        asked again is judged on all its kept items: its answer changed, and an unseen item
+        there is the change."""
         if not eq.item_count or not eq.items:
             return None
         floor = self._floors.get(tool) or 0
         if eq.level > floor:
             self._floors.put(tool, eq.level)
             floor = eq.level
+        if answered:
+            floor = 0
         judged = False
         new = False
         content = self._content
-        for h in eq.items:
+        for (h,) in _ITEM.iter_unpack(eq.items):
             added = content.add(h)
             if _ITEM_BITS - h.bit_length() >= floor:
                 judged = True

@@ -167,6 +167,24 @@ def test_a_reader_rereading_through_shifted_windows_is_stopped() -> None:
     assert h.kind("no_progress")
 
 
+def test_negative_control_reading_a_long_file_again_after_each_edit_is_quiet() -> None:
+    """The same request (cat a 300-line file) after each edit: one changed line in a long
+    answer whose sample may not hold it. Its answer changed: that is news."""
+    lines = [f"line {k}: value {k * 7}" for k in range(300)]
+    steps: list[tuple[Any, ...]] = []
+    for i in range(8):
+        lines[100 + i] = f"line {100 + i}: fixed in edit {i}"
+        steps.append(("edit_file", {"path": "src/big.py", "line": 100 + i, "text": f"fixed in edit {i}"}, "ok"))
+        steps.append(("read_file", {"path": "src/big.py"}, "\n".join(lines)))
+    assert loud(run(steps)) == []
+
+
+def test_the_same_search_answered_with_the_same_hits_reranked_is_stopped() -> None:
+    steps = [("web_search", {"query": QUERIES[0]}, hits(i, urls=range(5), fresh=False)) for i in range(8)]
+    h = run(steps)
+    assert len({c.result for c in h.calls}) > 1 and stop_at(h) == 5
+
+
 def test_negative_control_reading_a_file_window_by_window_is_quiet() -> None:
     steps = [("read_file", {"path": "data.csv", "offset": o, "limit": 40}, reader(o)) for o in range(0, 600, 40)]
     assert loud(run(steps)) == []

@@ -48,7 +48,7 @@ def test_a_tagged_span_carries_the_sketches_and_they_read_back(stacks: Callable[
     assert 0 < len(s[conv.RESULT_ITEMS]) <= MAX_WIRE_ITEMS and all(HEX16.match(h) for h in s[conv.RESULT_ITEMS])
     assert s[conv.OUTCOME] == "ok" and conv.RESULT_FAILURE not in s
     eq = from_attributes(search.attributes or {})
-    assert eq is not None and eq.item_count == 40 and len(eq.items) == len(s[conv.RESULT_ITEMS])
+    assert eq is not None and eq.item_count == 40 and len(eq.item_hashes) == len(s[conv.RESULT_ITEMS])
 
 
 def test_with_redaction_nothing_reversible_leaves_the_app(stacks: Callable[..., Stack]) -> None:

@@ -19,13 +19,17 @@ def judge(calls: list[ToolCall], policy: Policy = Policy()) -> list[Any]:
     return [tracker.judge(c) for c in calls]
 
 
+def packed(*hashes: int) -> bytes:
+    return b"".join(h.to_bytes(8, "big") for h in sorted(hashes))
+
+
 def items(*hashes: int, level: int = 0, count: int = 0) -> Equivalence:
-    return Equivalence(items=tuple(sorted(hashes)), item_count=count or len(hashes), level=level)
+    return Equivalence(items=packed(*hashes), item_count=count or len(hashes), level=level)
 
 
 def test_the_same_action_with_the_same_shape_is_nothing_new() -> None:
-    shaped = Equivalence(shape="S", item_count=1, items=(1 << 60,))
-    fresh = Equivalence(shape="S", item_count=1, items=(2 << 60,))  # items differ, the shape does not
+    shaped = Equivalence(shape="S", item_count=1, items=packed(1 << 60))
+    fresh = Equivalence(shape="S", item_count=1, items=packed(2 << 60))  # items differ, the shape does not
     got = judge([tc(1, "a", "r1", shaped), tc(2, "a", "r2", fresh)])
     assert [j.novel_result for j in got] == [True, False]
 
@@ -75,3 +79,24 @@ def test_calls_without_equivalence_are_judged_as_before() -> None:
     plain = Equivalence()
     got = judge([tc(1, "a", "r1", plain), tc(2, "b", "r1", plain), tc(3, "a", "r3", plain)])
     assert [j.novel_result for j in got] == [True, False, True] and not any(j.neutral for j in got)
+
+
+def test_the_same_request_whose_answer_changed_is_judged_on_all_its_kept_items() -> None:
+    sampled_before = items(1 << 58, level=3, count=300)
+    seen_small = 1 << 63
+    # Another action: an unseen item below the level proves nothing (a sample may have left it out).
+    got = judge([tc(1, "a", "r1", sampled_before), tc(2, "b", "r2", items(1 << 58, seen_small))])
+    assert [j.novel_result for j in got] == [True, False]
+    # The same action asked again, its answer changed: the unseen item is the change.
+    got = judge([tc(1, "a", "r1", sampled_before), tc(2, "a", "r2", items(1 << 58, seen_small))])
+    assert [j.novel_result for j in got] == [True, True]
+    # ... but the same items again in another order (a re-ranked answer) are nothing new.
+    got = judge([tc(1, "a", "r1", items(5, 6)), tc(2, "a", "r2", items(6, 5))])
+    assert [j.novel_result for j in got] == [True, False]
+
+
+def test_the_same_request_whose_sampled_answer_changed_is_new() -> None:
+    """A long answer's sample may not show the changed line: the change itself is news."""
+    got = judge([tc(1, "a", "r1", items(1 << 58, level=3, count=300)),
+                 tc(2, "a", "r2", items(1 << 58, level=3, count=300))])
+    assert [j.novel_result for j in got] == [True, True]
