@@ -292,3 +292,27 @@ def test_a_read_that_keeps_finding_nothing_is_not_an_acknowledgement() -> None:
     steps = [("web_search", {"query": q}, {"results": [], "query": q}) for q in QUERIES]
     h = run(steps)
     assert not any(j.neutral for j in h.judgements) and h.kind("no_progress")
+
+
+# ---- more look-alikes that are work ----------------------------------------------------------------
+
+def test_negative_control_crawling_pages_that_share_their_navigation_is_quiet() -> None:
+    nav = ["Home", "Docs", "Blog", "Pricing", "Contact us", "(c) 2026 Example Inc.", "Privacy", "Terms"]
+    steps = [("fetch_page", {"url": f"https://example.org/docs/page-{p}"},
+              "\n".join(nav[:4] + [f"Page {p}: how feature {p} works", f"Step {p}.1 do this"] + nav[4:]))
+             for p in range(12)]
+    assert loud(run(steps)) == []
+
+
+def test_negative_control_research_with_overlapping_results_is_quiet() -> None:
+    steps = [("web_search", {"query": q}, hits(0, range(3 * i, 3 * i + 6))) for i, q in enumerate(QUERIES)]
+    assert loud(run(steps)) == []  # each query brings three new pages beside three seen ones
+
+
+def test_negative_control_a_declared_poller_whose_status_text_only_ages_is_left_to_its_budget() -> None:
+    pol = {"budget": NO_BUDGETS, "tools": {"job_status": {
+        "exempt_repeat": True, "poll": {"max_polls": 20}, "progress": {"state_field": "state",
+                                                                       "terminal_states": ["done"]}}}}
+    steps = [("job_status", {"job": "j1"}, {"state": "running", "note": f"elapsed {5 * i}s"}) for i in range(8)]
+    steps.append(("job_status", {"job": "j1"}, {"state": "done", "note": "elapsed 45s"}))
+    assert loud(run(steps, pol)) == []
