@@ -115,7 +115,7 @@ class EquivalenceRule:
     echo: bool = True  # parts of a result that repeat the call's own arguments bring nothing new
     # Near-duplicate actions: estimated Jaccard similarity of argument tokens at or above which a
     # call that brings nothing new continues the earlier action's `repeat` count; None: off.
-    similarity: Optional[float] = 0.5
+    similarity: Optional[float] = 0.6
     failure_fields: tuple[str, ...] = DEFAULT_FAILURE_FIELDS  # result keys that can report a failure
     failure_text: bool = True  # "exit code 1" / "returncode=2" at a text result's head or tail
     item_fields: tuple[str, ...] = DEFAULT_ITEM_FIELDS  # a list element holding one is that item

@@ -316,3 +316,11 @@ def test_negative_control_a_declared_poller_whose_status_text_only_ages_is_left_
     steps = [("job_status", {"job": "j1"}, {"state": "running", "note": f"elapsed {5 * i}s"}) for i in range(8)]
     steps.append(("job_status", {"job": "j1"}, {"state": "done", "note": "elapsed 45s"}))
     assert loud(run(steps, pol)) == []
+
+
+def test_negative_control_running_tests_file_by_file_with_the_same_summary_is_no_repeat() -> None:
+    """Batch work whose answers look alike: one word of three differs (the file), below the
+    default similarity, so no near-duplicate count; each file is its own action."""
+    steps = [("run_tests", {"path": f"tests/test_{name}.py"}, "1 passed in 0.04s")
+             for name in ("api", "cli", "db", "io", "ui", "net", "fs", "log")]
+    assert run(steps).kind("repeat") == []

@@ -12,7 +12,7 @@ from otel_loopguard.policy.model import DEFAULT_FAILURE_FIELDS, EXACT_ONLY
 
 def test_defaults() -> None:
     eq = Policy().equivalence
-    assert (eq.shape, eq.items, eq.echo, eq.similarity, eq.failure_text) == (True, True, True, 0.5, True)
+    assert (eq.shape, eq.items, eq.echo, eq.similarity, eq.failure_text) == (True, True, True, 0.6, True)
     assert eq.failure_fields == DEFAULT_FAILURE_FIELDS and "exit_code" in eq.failure_fields
     assert eq.item_fields == ("url", "link", "href", "uri") and eq.exempt is False
     assert Policy().equivalence_for(Policy().rule("any")) is eq
