@@ -30,7 +30,7 @@ from ..progress import seen_equivalence
 from .base import Latch, Step
 
 MAX_WINDOW_ACTIONS = 1024
-MAX_CARRIED = 64  # streaks carried across decisions of neutral calls only
+MAX_CARRIED = 64  # streaks carried across decisions of rituals only
 
 
 class _Streak:
@@ -54,7 +54,7 @@ class RepeatDetector:
         self._previous: dict[str, _Streak] = {}  # ... and in the one before
         self._windows: BoundedMap[str, deque[tuple[int, ToolCall]]] = BoundedMap(MAX_WINDOW_ACTIONS)
         self._window_latches: BoundedMap[str, Latch] = BoundedMap(MAX_WINDOW_ACTIONS)
-        self._neutral_only = False  # every call of the current decision so far was a ritual
+        self._rituals_only = False  # every call of the current decision so far was a ritual
 
     def observe(self, step: Step) -> list[Finding]:
         if step.decision != self._decision:
@@ -63,9 +63,9 @@ class RepeatDetector:
             self._previous = self._carried() if fresh else {}
             self._current = {}
             self._decision = step.decision
-            self._neutral_only = True
+            self._rituals_only = True
         if not (step.judgement.neutral and seen_equivalence(step.call, self._policy, step.rule).echoed):
-            self._neutral_only = False  # not a ritual: a new action answering only its own words
+            self._rituals_only = False  # not a ritual: a new action answering only its own words
         if step.rule.exempt_repeat:
             return []
         rule = step.rule.repeat or self._policy.repeat  # = policy.repeat_for(tool): step.rule is the tool's
@@ -104,8 +104,8 @@ class RepeatDetector:
 
     def _carried(self) -> dict[str, _Streak]:
         """The streaks the next decision may continue: this decision's, and when all its
-        calls were neutral, the previous decision's too."""
-        if not self._neutral_only or not self._previous:
+        calls were rituals, the previous decision's too."""
+        if not self._rituals_only or not self._previous:
             return self._current
         if len(self._previous) + len(self._current) > MAX_CARRIED:
             return self._current
