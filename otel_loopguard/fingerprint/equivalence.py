@@ -8,6 +8,7 @@ item hashes and sketches are comparable within one key id and nowhere else, like
 from __future__ import annotations
 
 import hashlib
+import zlib
 from typing import Any, Optional
 
 from ..calls import Equivalence
@@ -23,6 +24,8 @@ from .items import NO_ECHO, Echo, decompose
 
 ITEM_CAP = 32  # item hashes kept per result (and sent on the span): docs/equivalence.md
 ITEM_BITS = 64
+MAX_ZEROS = 31  # sampling levels above are never needed (2^31 items)
+_TOP = 1 << (ITEM_BITS - 1)
 
 
 def derived_key(key: DigestKey, label: str) -> bytes:
@@ -39,10 +42,12 @@ class Keyed:
         self._items = hashlib.blake2b(key=derived_key(key, "item"), digest_size=8)
         self._tokens = hashlib.blake2b(key=derived_key(key, "sketch"), digest_size=8)
 
-    def item(self, text: str) -> int:
+    def item(self, data: bytes, zeros: int) -> int:
+        """The item's keyed 64-bit hash with exactly `zeros` leading zero bits (its sampling
+        level, see `hashed_items`): the rest of its bits are keyed."""
         h = self._items.copy()
-        h.update(text.encode("utf-8", "surrogatepass"))
-        return int.from_bytes(h.digest(), "big")
+        h.update(data)
+        return (int.from_bytes(h.digest(), "big") | _TOP) >> zeros
 
     def token(self, text: str) -> int:
         h = self._tokens.copy()
@@ -50,20 +55,30 @@ class Keyed:
         return int.from_bytes(h.digest(), "big")
 
 
-def leading_zeros(h: int) -> int:
-    return ITEM_BITS - h.bit_length()
+def sampling_zeros(data: bytes) -> int:
+    """An item's sampling level: the leading zero bits of its CRC-32, at most MAX_ZEROS.
+
+    Unkeyed, so that only the items kept need a keyed hash (one BLAKE2b each, the cost of a
+    long answer): what it tells of an item is its level, about one bit, and the level is
+    already what an item's place in the sample says (docs/security.md)."""
+    return min(MAX_ZEROS, 32 - zlib.crc32(data).bit_length())
 
 
-def sampled(hashes: set[int]) -> tuple[tuple[int, ...], int]:
-    """(the kept hashes in ascending order, level): every hash with at least `level` leading
-    zero bits, the smallest level that keeps at most ITEM_CAP. The same items always keep the
-    same sample, and a subset's sample at that level is a subset of the whole's."""
-    if len(hashes) <= ITEM_CAP:
-        return tuple(sorted(hashes)), 0
-    zeros = sorted((ITEM_BITS - h.bit_length() for h in hashes), reverse=True)
-    level = zeros[ITEM_CAP] + 1  # one more than the (cap+1)-th most: at most the cap keep it
-    below = 1 << (ITEM_BITS - level)
-    return tuple(sorted(h for h in hashes if h < below)), level
+def sample_level(zeros: list[int]) -> int:
+    """The smallest level that keeps at most ITEM_CAP of items with these sampling zeros:
+    every item with at least `level` zeros is kept. The same items always keep the same
+    sample, and a subset's sample at the whole's level is a subset of the whole's."""
+    if len(zeros) <= ITEM_CAP:
+        return 0
+    return sorted(zeros, reverse=True)[ITEM_CAP] + 1  # one more than the (cap+1)-th most
+
+
+def hashed_items(texts: list[str], keyed: Keyed) -> tuple[bytes, int, int]:
+    """(kept item hashes, 8 bytes each in ascending order; distinct items; level)."""
+    zeros = {data: sampling_zeros(data) for data in {t.encode("utf-8", "surrogatepass") for t in texts}}
+    level = sample_level(list(zeros.values()))
+    kept = sorted(keyed.item(data, z) for data, z in zeros.items() if z >= level)
+    return b"".join(h.to_bytes(8, "big") for h in kept), len(zeros), level
 
 
 def argument_value(arguments: Any, max_bytes: int) -> Any:
@@ -99,9 +114,8 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     failed = failure(value, form, eq.failure_fields, eq.failure_text) if (eq.failure_fields or eq.failure_text) else None
     echo = Echo(args_value) if args_value is not None else NO_ECHO
     found = decompose(value, form, eq, echo, head if form == "text" and not eq.items_path else None)
-    hashes = {keyed.item(t) for t in found.texts}
-    kept, level = sampled(hashes)
-    return Equivalence(shape=shape, items=b"".join(h.to_bytes(8, "big") for h in kept), item_count=len(hashes), level=level, empty_list=found.empty_list,
+    items, count, level = hashed_items(found.texts, keyed)
+    return Equivalence(shape=shape, items=items, item_count=count, level=level, empty_list=found.empty_list,
                        echoed=found.echoed, sketch=sk, failed=failed)
 
 

@@ -17,7 +17,8 @@ from otel_loopguard.canon.sketch import SLOTS, from_hex, similarity, sketch, slo
 from otel_loopguard.conventions.failures import failure
 from otel_loopguard.conventions.sketches import from_attributes, to_attributes
 from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
-from otel_loopguard.fingerprint.equivalence import ITEM_BITS, ITEM_CAP, Keyed, sampled
+from otel_loopguard.calls import Equivalence
+from otel_loopguard.fingerprint.equivalence import ITEM_BITS, ITEM_CAP, Keyed, hashed_items, sample_level
 from otel_loopguard.policy import Policy, policy_from_mapping
 from otel_loopguard.progress import seen_equivalence
 
@@ -171,15 +172,26 @@ def test_items_are_keyed() -> None:
 
 
 def test_sampling_keeps_at_most_the_cap_and_a_subsets_sample_agrees_at_the_wholes_level() -> None:
-    rng = random.Random(11)
-    whole = {rng.getrandbits(64) for _ in range(500)}
-    kept, level = sampled(whole)
-    assert len(kept) <= ITEM_CAP and level > 0 and list(kept) == sorted(kept)
-    part = set(rng.sample(sorted(whole), 120))
-    part_kept, part_level = sampled(part)
+    keyed = Keyed(KEY)
+    whole_texts = [f"line {k}: some content {k * 7}" for k in range(500)]
+    whole, count, level = hashed_items(whole_texts, keyed)
+    kept = Equivalence(items=whole, item_count=count, level=level).item_hashes
+    assert count == 500 and len(kept) <= ITEM_CAP and level > 0 and list(kept) == sorted(kept)
+    assert all(ITEM_BITS - h.bit_length() >= level for h in kept)  # an item's level shows on the wire
+    part_texts = random.Random(11).sample(whole_texts, 120)
+    part, part_count, part_level = hashed_items(part_texts, keyed)
+    part_kept = Equivalence(items=part, item_count=part_count, level=part_level).item_hashes
     assert part_level <= level
     at_level = {h for h in part_kept if ITEM_BITS - h.bit_length() >= level}
     assert at_level <= set(kept)  # what a subset shows at the whole's level, the whole showed
+    assert hashed_items(list(reversed(whole_texts)), keyed)[0] == whole  # order does not matter
+
+
+def test_the_sampling_level_is_the_smallest_that_keeps_the_cap() -> None:
+    assert sample_level([0] * ITEM_CAP) == 0
+    zeros = [0] * 100 + [1] * 40 + [2] * 20 + [3] * 5
+    level = sample_level(zeros)
+    assert sum(z >= level for z in zeros) <= ITEM_CAP < sum(z >= level - 1 for z in zeros)
 
 
 def test_a_long_result_is_sampled_on_the_wire_size() -> None:
