@@ -487,6 +487,10 @@ def _memo_bytes(fp: Fingerprinter) -> int:
         total += sys.getsizeof(memo)
         for key, value in memo.items():
             total += sys.getsizeof(key) + sys.getsizeof(value)
+    # The equivalence memo's dict and keys; its values are the records the held calls point to
+    # (counted per held call).
+    equivalences = fp._equivalences  # noqa: SLF001
+    total += sys.getsizeof(equivalences) + sum(sys.getsizeof(key) for key in equivalences)
     return total
 
 

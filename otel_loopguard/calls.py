@@ -8,6 +8,7 @@ run stays small and carries nothing sensitive.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
@@ -50,6 +51,10 @@ class RawCall:
     # loopguard.result.exact_digest: the result's digest before volatile-shaped values were
     # masked, when masking changed it (result_digest is the masked one).
     result_exact_digest: Optional[str] = None
+    # The result's and arguments' equivalence sketches as a tagged span carries them
+    # (loopguard.result.shape_digest, .items, ...; docs/equivalence.md), for a call whose
+    # payloads are absent. None: computed from the payloads, if any.
+    equivalence: Optional["Equivalence"] = None
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "RawCall":
         """A copy in its place in the run (otlp/order.py): every other field kept."""
@@ -70,6 +75,56 @@ class Evidence:
     cursor: Optional[str] = None
     item_ids: tuple[int, ...] = ()
     error_count: Optional[int] = None
+
+
+_ITEM = struct.Struct(">Q")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Equivalence:
+    """What makes two calls "the same" beyond equal digests (docs/equivalence.md): keyed
+    sketches of the result's shape and items and of the arguments, never content.
+
+    Built by fingerprint_call from payloads, or read from a tagged span's attributes."""
+
+    shape: Optional[str] = None  # keyed digest of the result's shape form, when it differs from `result`
+    # Keyed 64-bit hashes of the result's content items, sampled (see level), ascending, 8 bytes
+    # each (bytes, not a tuple of ints: a held call stays small in the receiver).
+    items: bytes = b""
+    item_count: Optional[int] = None  # content items the result holds; None: not known
+    level: int = 0  # items kept are those whose hash has `level` leading zero bits (0: all)
+    empty_list: bool = False  # the result holds an empty list: a read that found nothing
+    echoed: int = 0  # parts of the result that only repeat the call's own arguments
+    sketch: Optional[bytes] = None  # the arguments' similarity sketch: 16 slots of 2 bytes
+    failed: Optional[str] = None  # the result field or convention that reports a failure
+
+    @property
+    def item_hashes(self) -> tuple[int, ...]:
+        """`items` as integers."""
+        return tuple(h for (h,) in _ITEM.iter_unpack(self.items))
+
+    @property
+    def ack(self) -> bool:
+        """No content of its own: empty, status words only, or its own arguments echoed,
+        and no empty list (a read that found nothing is an answer, not an acknowledgement)."""
+        return self.item_count == 0 and not self.empty_list
+
+
+NO_EQUIVALENCE = Equivalence()
+
+
+def judged_equivalence(eq: Equivalence, shape: bool, items: bool, echo: bool) -> Equivalence:
+    """`eq` as a policy's switches let the judges see it (policy `equivalence.shape`, `.items`,
+    `.echo`): what a switch turns off is as if never computed."""
+    if shape and items and echo:
+        return eq
+    count = eq.item_count
+    if not echo and count is not None:
+        count += eq.echoed  # an echo is content again (it was never hashed: novelty falls back on digests)
+    return Equivalence(shape=eq.shape if shape else None, items=eq.items if items else b"",
+                       item_count=count if items else None, level=eq.level if items else 0,
+                       empty_list=eq.empty_list if items else False, echoed=eq.echoed if echo else 0,
+                       sketch=eq.sketch, failed=eq.failed)
 
 
 @dataclass(slots=True, kw_only=True)  # not frozen: a frozen one costs more to build (docs/performance.md, "Records")
@@ -95,6 +150,8 @@ class ToolCall:
     # The result's digest with nothing masked, when masking volatile-shaped values changed it
     # (`result` is the masked one): new information across actions is judged on this one.
     exact: Optional[str] = None
+    # Shape digest, item hashes, argument sketch, result-reported failure (docs/equivalence.md).
+    equivalence: Equivalence = NO_EQUIVALENCE
 
     def renumbered(self, seq: int, turn: Optional[int]) -> "ToolCall":
         """A copy in its place in the run (see RawCall.renumbered)."""

@@ -27,9 +27,13 @@ _SECTIONS = {
     "error_streak": ("warn_at", "stop_at", "same_tool"),
     "no_progress": ("warn_at", "stop_at"),
     "budget": ("max_turns", "max_tool_calls", "max_cost_usd", "max_seconds", "warn_ratio"),
+    # Equivalence switches read where calls are judged: every sketch is computed whatever
+    # they say (fingerprint/equivalence.py), so one fingerprint pass serves them too.
+    "equivalence": ("similarity", "shape", "items", "echo"),
 }
 _TOOL_KEYS = ("max_calls", "exempt_repeat")
-_TOOL_SECTIONS = {"repeat": _SECTIONS["repeat"], "poll": ("max_polls", "deadline_seconds")}
+_TOOL_SECTIONS = {"repeat": _SECTIONS["repeat"], "poll": ("max_polls", "deadline_seconds"),
+                  "equivalence": _SECTIONS["equivalence"]}
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
 MAX_VALUES = 200  # per sweep: a range typed with one zero too many is a mistake, not a plan
 
@@ -81,7 +85,8 @@ def _path(key: str) -> tuple[str, ...]:
         f"--sweep {key}: not a key calibrate can sweep. It sweeps what judges calls, so that one "
         "fingerprint pass serves every candidate: " + ", ".join(f"{s}.{{{','.join(k)}}}" for s, k in _SECTIONS.items())
         + ", tools.<tool>.{max_calls,exempt_repeat}, tools.<tool>.repeat.<key>, tools.<tool>.poll.{max_polls,"
-        "deadline_seconds}. Keys that change fingerprints (ignore_fields, progress, volatile fields): audit with "
+        "deadline_seconds}, tools.<tool>.equivalence.{similarity,shape,items,echo}. Keys that change fingerprints "
+        "(ignore_fields, progress, volatile fields, equivalence.failure_fields, item_fields, exempt): audit with "
         "each policy file instead"
     )
 

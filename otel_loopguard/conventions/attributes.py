@@ -27,3 +27,14 @@ DISPATCHED = "loopguard.dispatched"
 # On a tool span the processor found to be the same call as another, traced by a second
 # instrumentation: the span id of the one that counts (readers skip this one).
 DUPLICATE_OF = "loopguard.duplicate_of"
+
+# v1.3 (issue 26): equivalence sketches of a tool call, never content (docs/equivalence.md).
+# Written by the processor when it has the payloads; read back by conventions/sketches.py.
+RESULT_SHAPE_DIGEST = "loopguard.result.shape_digest"  # 32 hex: the result in shape form, when it differs
+RESULT_ITEMS = "loopguard.result.items"  # string[]: up to 32 keyed item hashes, 16 hex each
+RESULT_ITEM_COUNT = "loopguard.result.item_count"  # int: content items in the result (before sampling)
+RESULT_ITEMS_LEVEL = "loopguard.result.items_level"  # int: sampling level of RESULT_ITEMS, when above 0
+RESULT_ECHOED = "loopguard.result.echoed"  # int: parts of the result that repeat the arguments, when above 0
+RESULT_EMPTY_LIST = "loopguard.result.empty_list"  # true: the result holds an empty list (found nothing)
+RESULT_FAILURE = "loopguard.result.failure"  # the result key (or `text`) that reports a failure
+ARGS_SKETCH = "loopguard.args.sketch"  # 64 hex: the arguments' keyed similarity sketch

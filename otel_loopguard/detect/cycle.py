@@ -8,7 +8,9 @@ the check per call is O(max_period).
 Results are compared by default because alternating calls are often work: a
 read-modify-write loop over a counter, a poll-then-fetch pair whose answers move,
 an edit-then-test pair whose test output changes. Their actions repeat, their
-results do not (docs/policy.md#cycle).
+results do not (docs/policy.md#cycle). A result is compared in its shape form (volatile
+fragments inside text masked, docs/equivalence.md): a failing pair whose log lines differ
+only in their timestamps is the same pair.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class CycleDetector:
     def __init__(self, policy: Policy):
         self._rule = policy.cycle
         self._by_results = policy.cycle.compare == "results"
+        self._policy = policy
         self._matched = dict.fromkeys(range(self._rule.min_period, self._rule.max_period + 1), 0)
         # A period's latch exists once it may fire: absent and fresh mean the same (most
         # runs never repeat a block, and every run starts a detector).
@@ -38,7 +41,11 @@ class CycleDetector:
 
     def observe(self, step: Step) -> list[Finding]:
         call = step.call
-        sig = (call.action, call.result, call.ok) if self._by_results else (call.action, None, None)
+        if self._by_results:
+            shape = call.equivalence.shape if self._policy.equivalence_for(step.rule).shape else None
+            sig: tuple[str, object, object] = (call.action, shape or call.result, call.ok)
+        else:
+            sig = (call.action, None, None)
         recent = self._recent
         matched = self._matched
         repeating = False

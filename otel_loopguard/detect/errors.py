@@ -4,7 +4,9 @@ Batch-aware: failed siblings of one decision are one sweep and count once, and
 a decision with any successful call is not a failed one, whatever the order of
 its siblings. Argument-aware: the reason says whether one action kept failing
 the same way (a blind retry) or different attempts failed. With `same_tool`, a
-failure of another tool starts a new streak (seed 001's rule).
+failure of another tool starts a new streak (seed 001's rule). A call whose result reports
+a failure (an exit code, an error field: docs/equivalence.md) arrives here as failed, and
+errors that differ only in volatile fragments (times, pids) are "the same error".
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from .base import Latch, Step
 
 class ErrorStreakDetector:
     def __init__(self, policy: Policy):
+        self._policy = policy
         self._rule = policy.error_streak
         self._same_tool = policy.error_streak.same_tool
         self._reset()
@@ -54,7 +57,8 @@ class ErrorStreakDetector:
         if len(self._actions) < 2:
             self._actions.add(call.action)
         if len(self._errors) < 2:
-            self._errors.add((call.action, call.result))
+            shape = call.equivalence.shape if self._policy.equivalence_for(step.rule).shape else None
+            self._errors.add((call.action, shape or call.result))  # noise aside
         level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
         if level is None:
             return []

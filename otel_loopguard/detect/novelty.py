@@ -3,7 +3,9 @@
 New information is a result digest never seen before in the run, or declared
 progress (docs/policy.md#progress). A decision counts once, however many
 siblings it requested; a sibling with new information clears the streak.
-Pollers are left to `poll_budget`: they neither extend nor break it.
+Pollers are left to `poll_budget`: they neither extend nor break it, and so does a new
+action's bare acknowledgement (an empty success, an echo: `Judgement.neutral`): distinct
+side effects that each answer "ok" are work whose results say nothing (docs/equivalence.md).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class NoProgressDetector:
         self._decision = -1
 
     def observe(self, step: Step) -> list[Finding]:
-        if step.rule.poll is not None or step.call.result is None:
+        if step.rule.poll is not None or step.call.result is None or step.judgement.neutral:
             return []
         if step.judgement.new_information:
             if self._count:  # a streak to end (most calls with new information had none)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..calls import RawCall, ToolCall
+from ..calls import NO_EQUIVALENCE, RawCall, ToolCall
 from ..canon.canonical import NO_FLAGS
 from ..progress import extract
 from ..progress.evidence import NO_EVIDENCE
@@ -33,6 +33,15 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
             result_digest, result_exact = digest, exact
         if result_flags:
             flags = flags | {f"result:{f}" for f in result_flags}
+    eq = raw.equivalence
+    if eq is None:
+        # An unfinished call (the guard's preview, before dispatch) needs none: a preview
+        # counts exact actions only, and its result is not known yet.
+        eq = fp.equivalence(rule, arguments, args_value, raw.result, finished, identity) if finished and (
+            arguments is not None or raw.result is not None) else NO_EQUIVALENCE
+    ok = raw.ok if finished else None
+    if eq.failed is not None and ok is not False and finished:
+        ok = False  # the result says it failed (exit code, error field), whatever the span's status
     write = write_key = None
     if rule.side_effect and arguments is not None:
         write, write_key = fp.write(tool, args_value, identity)
@@ -45,7 +54,7 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         tool=tool,
         action=action,
         result=result_digest if finished else None,
-        ok=raw.ok if finished else None,
+        ok=ok,
         turn=raw.turn,
         call_id=raw.call_id,
         span_id=raw.span_id,
@@ -58,4 +67,5 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         write_key=write_key,
         flags=flags,
         exact=result_exact if finished else None,
+        equivalence=eq,
     )

@@ -16,7 +16,9 @@ from ..canon.fast import orjson_canonical, orjson_flat, parse_and_serialise
 from ..canon.keys import DigestKey
 from ..canon.volatile import Masker
 from ..paths import get_path, without_paths
+from ..calls import NO_EQUIVALENCE, Equivalence
 from ..policy import Policy, ToolRule
+from .equivalence import Keyed, of_call
 
 
 _NO_KEYS: frozenset[str] = frozenset()
@@ -66,6 +68,10 @@ class Fingerprinter:
         self._prefixes: dict[tuple[str, str], Any] = {}  # (domain, tool) -> prepared HMAC state
         self._native_prefixes: dict[tuple[str, str], Any] = {}  # the same, in the Rust module
         self._maskers: dict[tuple[str, ...], Masker] = {}  # meaningful fields -> their masker
+        self._keyed: Optional[Keyed] = None  # item and sketch keys, derived on first use
+        # (tool, arguments text, result text) -> Equivalence, for small payloads: a looping
+        # agent sends the same call again and again (bounded as the digest memos are).
+        self._equivalences: dict[tuple[int, str, str], Equivalence] = {}
 
     @property
     def key_id(self) -> str:
@@ -296,9 +302,50 @@ class Fingerprinter:
         """`_digest` of canonical JSON already in UTF-8, with no identity (the native paths)."""
         return self.key.digest_after(self._prefix(domain, tool), _JSON_NO_IDENTITY + canonical)
 
+    # -- equivalence (docs/equivalence.md): fingerprint/equivalence.py, with this key and policy --
+    @property
+    def keyed(self) -> Keyed:
+        keyed = self._keyed
+        if keyed is None:
+            keyed = self._keyed = Keyed(self.key)
+        return keyed
+
+    def equivalence(self, rule: ToolRule, arguments: Any, args_value: Any, result: Any, finished: bool,
+                    identity: Optional[Mapping[str, Any]] = None) -> Equivalence:
+        """Shape digest, item hashes, argument sketch and reported failure of one call."""
+        eq = self.policy.equivalence_for(rule)
+        if eq.exempt:
+            return NO_EQUIVALENCE
+        small = (finished and not identity and type(arguments) is str and type(result) is str
+                 and len(arguments) <= MEMO_MAX_CHARS and len(result) <= MEMO_MAX_CHARS)
+        if not small:
+            ident = self._identity(rule, identity) if identity else ""
+            return of_call(self, rule, eq, arguments, args_value, result, finished, ident)
+        # Keyed by the rule, not the tool: equivalence depends on the tool only through its rule
+        # (the policy's, alive as long as this Fingerprinter), and tools without one share it.
+        key = (id(rule), arguments, result)
+        memo = self._equivalences
+        known = memo.get(key)
+        if known is None:
+            known = of_call(self, rule, eq, arguments, args_value, result, finished)
+            if len(memo) >= MEMO_ENTRIES:
+                memo = self._equivalences = {}  # replaced whole, never edited in place (see the class)
+            memo[key] = known
+        return known
+
+    def volatile(self, rule: ToolRule) -> frozenset[str]:
+        return self._volatile(rule)
+
+    def masker(self, rule: ToolRule) -> Optional[Masker]:
+        return self._masker(rule)
+
+    def digest_form(self, domain: str, tool: str, form: str, text: str) -> str:
+        """A keyed digest of canonical text in `form`, without identity."""
+        return self._digest(domain, tool, form, text, "")
+
     def forget_memo(self) -> None:
         """Start the digest memos over (a receiver after a burst): replaced whole, as when full."""
-        self._actions, self._results = {}, {}
+        self._actions, self._results, self._equivalences = {}, {}, {}
 
     def _prefix(self, domain: str, tool: str) -> Any:
         prefix = self._prefixes.get((domain, tool))

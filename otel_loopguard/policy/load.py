@@ -13,7 +13,9 @@ from typing import Any, Callable, Mapping, Optional
 from ..errors import PolicyError
 from ..canon.canonical import canonicalize
 from .model import (
+    EXACT_ONLY,
     CycleRule,
+    EquivalenceRule,
     Policy,
     PollRule,
     Price,
@@ -142,6 +144,33 @@ _PROGRESS = {
     "item_id_field": _str,
     "errors_field": _str,
 }
+def _similarity(v: Any, path: str) -> Optional[float]:
+    return None if v is None else _ratio(v, path)
+
+
+# equivalence, at the top level and per tool (docs/equivalence.md). `exempt_tools` is a list
+# of tools at the top level; `exempt` a switch per tool: each is refused where the other belongs.
+_EQUIVALENCE = {
+    "shape": _bool,
+    "items": _bool,
+    "echo": _bool,
+    "similarity": _similarity,
+    "failure_fields": _strs,
+    "failure_text": _bool,
+    "item_fields": _strs,
+    "items_path": _optional(_str),
+    "sketch_fields": _strs,
+}
+_EQUIVALENCE_TOP = {**_EQUIVALENCE, "exempt_tools": _str_set}
+_EQUIVALENCE_TOOL = {**_EQUIVALENCE, "exempt": _bool}
+
+
+def _equivalence(data: Any, path: str, base: EquivalenceRule, schema: Mapping[str, Check]) -> EquivalenceRule:
+    values = _fields(data, path, schema)
+    rule = replace(base, exempt_tools=frozenset(), **values) if schema is _EQUIVALENCE_TOOL else replace(base, **values)
+    return EXACT_ONLY if rule.exempt else rule
+
+
 _POLL = {"max_polls": _optional(POS), "deadline_seconds": _optional(_number)}
 _PRICE = {"input": _number, "output": _number}
 
@@ -189,7 +218,7 @@ def _streak(data: Any, path: str, base: StreakRule, schema: Mapping[str, Check] 
     return rule
 
 
-def _tool(data: Any, path: str, base_repeat: RepeatRule) -> ToolRule:
+def _tool(data: Any, path: str, base_repeat: RepeatRule, base_eq: EquivalenceRule) -> ToolRule:
     schema: dict[str, Check] = {
         "exempt_repeat": _bool,
         "repeat": lambda v, p: _repeat(v, p, base_repeat),
@@ -205,6 +234,7 @@ def _tool(data: Any, path: str, base_repeat: RepeatRule) -> ToolRule:
         "enforce": _bool,
         "volatile_values": _bool,
         "meaningful_fields": _strs,
+        "equivalence": lambda v, p: _equivalence(v, p, base_eq, _EQUIVALENCE_TOOL),
     }
     values = _fields(data, path, schema)
     if values.get("idempotency_key") and values.get("side_effect") is False:
@@ -229,6 +259,8 @@ def _policy(data: Any, source: str) -> Policy:
     base = Policy()
     data = _mapping({} if data is None else data, "")
     repeat = _repeat(data["repeat"], "repeat", base.repeat) if "repeat" in data else base.repeat
+    eq = (_equivalence(data["equivalence"], "equivalence", base.equivalence, _EQUIVALENCE_TOP)
+          if "equivalence" in data else base.equivalence)
     schema: dict[str, Check] = {
         "version": _str,
         "repeat": lambda v, p: repeat,
@@ -242,10 +274,16 @@ def _policy(data: Any, source: str) -> Policy:
         "max_depth": _int(1),
         "max_bytes": _int(64),
         "tools": lambda v, p: MappingProxyType(
-            {t: _tool(x, f"{p}.{t}", repeat) for t, x in _mapping(v, p).items()}
+            {t: _tool(x, f"{p}.{t}", repeat, eq) for t, x in _mapping(v, p).items()}
         ),
+        "equivalence": lambda v, p: eq,
     }
     values = _fields(data, "", schema)
+    if eq.exempt_tools:  # each exempt tool gets a rule of its own that says so
+        tools = dict(values.get("tools", {}))
+        for name in sorted(eq.exempt_tools):
+            tools[name] = replace(tools.get(name) or ToolRule(), equivalence=EXACT_ONLY)
+        values["tools"] = MappingProxyType(tools)
     values.setdefault("version", content_version(data))
     return Policy(**values)
 

@@ -99,6 +99,36 @@ class PollRule:
     deadline_seconds: Optional[float] = None
 
 
+# Result keys that report a failure by convention (conventions/failures.py says how each is read).
+DEFAULT_FAILURE_FIELDS = ("exit_code", "exitCode", "returncode", "return_code", "exit_status", "is_error",
+                          "isError", "success", "error")
+# Keys that identify a list element by address: a search hit is the page it points to.
+DEFAULT_ITEM_FIELDS = ("url", "link", "href", "uri")
+
+
+@dataclass(frozen=True)
+class EquivalenceRule:
+    """What makes two calls "the same" beyond equal digests (docs/equivalence.md)."""
+
+    shape: bool = True  # volatile fragments inside result text are masked for same-action comparisons
+    items: bool = True  # new information is judged by the result's items, whatever their order
+    echo: bool = True  # parts of a result that repeat the call's own arguments bring nothing new
+    # Near-duplicate actions: estimated Jaccard similarity of argument tokens at or above which a
+    # call that brings nothing new continues the earlier action's `repeat` count; None: off.
+    similarity: Optional[float] = 0.6
+    failure_fields: tuple[str, ...] = DEFAULT_FAILURE_FIELDS  # result keys that can report a failure
+    failure_text: bool = True  # "exit code 1" / "returncode=2" at a text result's head or tail
+    item_fields: tuple[str, ...] = DEFAULT_ITEM_FIELDS  # a list element holding one is that item
+    items_path: Optional[str] = None  # dotted path to the part of the result that holds the items
+    sketch_fields: tuple[str, ...] = ()  # argument paths the sketch reads (empty: all of them)
+    exempt: bool = False  # per tool: exact digests only, nothing of the above
+    exempt_tools: frozenset[str] = frozenset()  # top level: tools exempt (each gets `exempt: true`)
+
+
+EXACT_ONLY = EquivalenceRule(shape=False, items=False, echo=False, similarity=None, failure_fields=(),
+                             failure_text=False, exempt=True)
+
+
 @dataclass(frozen=True)
 class ToolRule:
     exempt_repeat: bool = False
@@ -117,6 +147,7 @@ class ToolRule:
     # Result keys whose values are compared as they are even when id- or time-shaped (a
     # create tool's new record id is progress).
     meaningful_fields: tuple[str, ...] = ()
+    equivalence: Optional[EquivalenceRule] = None  # None: the policy's
 
 
 @dataclass(frozen=True)
@@ -135,12 +166,17 @@ class Policy:
     max_depth: int = 64
     max_bytes: int = 256 * 1024
     tools: Mapping[str, ToolRule] = field(default_factory=lambda: MappingProxyType({}))
+    equivalence: EquivalenceRule = EquivalenceRule()
 
     def rule(self, tool: str) -> ToolRule:
         return self.tools.get(tool) or _DEFAULT_RULE
 
     def repeat_for(self, tool: str) -> RepeatRule:
         return self.rule(tool).repeat or self.repeat
+
+    def equivalence_for(self, rule: ToolRule) -> EquivalenceRule:
+        """The equivalence rule under a tool's rule (`self.rule(tool)`)."""
+        return rule.equivalence or self.equivalence
 
     def volatile_for(self, tool: str) -> frozenset[str]:
         own = self.rule(tool).result_volatile_fields

@@ -23,10 +23,11 @@ from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import Attributes
 
 from ..bounded import BoundedMap
-from ..calls import ModelCall, RawCall, ToolCall
+from ..calls import NO_EQUIVALENCE, ModelCall, RawCall, ToolCall
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions import attributes as conv
 from ..conventions.handoffs import is_handoff, target_unknown
+from ..conventions.sketches import to_attributes as sketch_attributes
 from ..conventions.spec import MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TOOL_CONVENTIONS
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER, stops_run
@@ -357,10 +358,13 @@ class Tagger:
             conv.SEQ: seq,
             conv.SEQ_DENSE: True,  # numbered 1..N per run: a gap is a missing span
             conv.RUN_ID: run_id,
-            conv.OUTCOME: "error" if found.error else "ok",
+            # The span's error, or a failure its result reports (an exit code: docs/equivalence.md).
+            conv.OUTCOME: "error" if found.error or call.ok is False else "ok",
             conv.KEY_ID: self.key_id,
             conv.MODE: self._mode(run_id),
         }
+        if call.equivalence is not NO_EQUIVALENCE:  # keyed sketches, never content
+            tags.update(sketch_attributes(call.equivalence))
         if call.result is not None:
             tags[conv.RESULT_DIGEST] = call.result
             if call.exact is not None:  # masking changed it: the unmasked one for novelty downstream

@@ -7,6 +7,7 @@ import json
 from typing import Any, Optional
 
 from ..calls import Evidence
+from ..canon.shape import shape
 from ..paths import get_path
 from ..policy import ProgressRule
 
@@ -15,13 +16,15 @@ NO_EVIDENCE = Evidence()  # shared: most tools declare no progress rule
 
 
 def extract(rule: Optional[ProgressRule], arguments: Any, result: Any) -> Evidence:
-    """Evidence from parsed arguments and result. Missing fields stay None."""
+    """Evidence from parsed arguments and result. Missing fields stay None. The state is kept
+    in shape form (canon/shape.py): "running (12s elapsed)" and "running (14s elapsed)" are
+    one state; the terminal check reads it as it is."""
     if rule is None:
         return NO_EVIDENCE
     state = _state(rule, result)
     return Evidence(
         version=_number(get_path(result, rule.version_field)) if rule.version_field else None,
-        state=state,
+        state=shape(state) if state is not None else None,
         terminal=state is not None and state in rule.terminal_states,
         cursor=_short(get_path(arguments, rule.cursor_field)) if rule.cursor_field else None,
         item_ids=_item_ids(rule, result),

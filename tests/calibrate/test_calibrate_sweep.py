@@ -69,7 +69,10 @@ EVERY_KEY = ["repeat.stop_at=2", "repeat.warn_at=1", "repeat.window=30", "repeat
              "no_progress.stop_at=2", "budget.max_tool_calls=2", "budget.warn_ratio=0.5",
              "tools.lookup_order.max_calls=1", "tools.lookup_order.exempt_repeat=true",
              "tools.lookup_order.repeat.stop_at=2", "tools.get_export_status.poll.max_polls=2",
-             "tools.search_cases.poll.deadline_seconds=1"]
+             "tools.search_cases.poll.deadline_seconds=1",
+             "equivalence.similarity=0.8", "equivalence.similarity=null", "equivalence.shape=false",
+             "equivalence.items=false", "equivalence.echo=false", "tools.lookup_order.equivalence.similarity=0.3",
+             "tools.lookup_order.equivalence.items=false"]
 
 
 def test_every_sweepable_key_leaves_every_fingerprint_as_it_was() -> None:
@@ -89,3 +92,23 @@ def test_the_fingerprint_check_above_can_fail() -> None:
     plain = [fingerprint_call(c, Fingerprinter(key, Policy())) for r in runs for c in r.calls]
     ignoring = policy_from_mapping({"tools": {"lookup_order": {"ignore_fields": ["order_id"]}}})
     assert [fingerprint_call(c, Fingerprinter(key, ignoring)) for r in runs for c in r.calls] != plain
+
+
+def test_sweeping_an_equivalence_switch_changes_verdicts_over_one_fingerprint_pass() -> None:
+    """A sub-agent asked again with new preambles, answering the same refusal: near-duplicates
+    make it a repeat; with `equivalence.similarity=null` only no_progress is left."""
+    from otel_loopguard.calls import RawCall
+    from otel_loopguard.detect import Run
+
+    key = load_key(key="sweep-test-key-0123456789")
+    fp = Fingerprinter(key, Policy())
+    preambles = ("", "Again: ", "Please try once more. ", "Third time asking: ", "Now: ", "Last try: ")
+    calls = [fingerprint_call(RawCall(seq=i + 1, tool="researcher", arguments={"input": p + "summarise the pricing "
+                                      "of the three largest cloud vendors"}, result="I cannot browse the web."), fp)
+             for i, p in enumerate(preambles)]
+    kinds = {}
+    for cand in candidates(Policy(), {}, "p", [parse_sweep("equivalence.similarity=null,0.5")]):
+        run = Run("r", cand.policy)
+        kinds[cand.name] = {f.kind for c in calls for f in run.observe(c)}
+    assert "repeat" in kinds["current"] and "repeat" in kinds["equivalence.similarity=0.5"]
+    assert "repeat" not in kinds["equivalence.similarity=null"] and "no_progress" in kinds["equivalence.similarity=null"]
