@@ -14,6 +14,14 @@ from typing import Any, Optional
 
 # Read as a process exit status: a non-zero integer is a failure.
 EXIT_STATUS_KEYS = frozenset({"exit_code", "exitCode", "returncode", "return_code", "exit_status", "exitStatus"})
+
+
+def exit_status(failed: Optional[str]) -> bool:
+    """The reported failure (`Equivalence.failed`) is a process's exit status, which also says
+    "no match" or "a pipe closed early" over a valid answer, unlike an error flag."""
+    return failed == "text" or failed in EXIT_STATUS_KEYS
+
+
 # Read as "this is an error" flags: true is a failure.
 ERROR_FLAG_KEYS = frozenset({"is_error", "isError", "failed"})
 # Read as "this succeeded" flags: false is a failure.

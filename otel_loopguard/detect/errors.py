@@ -6,15 +6,26 @@ its siblings. Argument-aware: the reason says whether one action kept failing
 the same way (a blind retry) or different attempts failed. With `same_tool`, a
 failure of another tool starts a new streak (seed 001's rule). A call whose result reports
 a failure (an exit code, an error field: docs/equivalence.md) arrives here as failed, and
-errors that differ only in volatile fragments (times, pids) are "the same error".
+errors that differ only in volatile fragments (times, pids) are "the same error". An exit
+status that reports a failure for an action the run never called before is held back: an answer (grep's "no
+match", a pipeline's exit status over valid output) unless the same action fails next, which
+counts both; anything else drops it, so distinct commands answering with an exit status
+never make a streak.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
+from ..bounded import BoundedSet
 from ..calls import ToolCall
+from ..conventions.failures import exit_status
 from ..findings import Finding, finding
 from ..policy import Policy
 from .base import Latch, Step
+
+
+MAX_CALLED_ACTIONS = 4096  # forgetting one can only hide a finding, never invent one
 
 
 class ErrorStreakDetector:
@@ -25,6 +36,8 @@ class ErrorStreakDetector:
         self._reset()
         self._decision = -1
         self._decision_ok = False
+        self._called = BoundedSet(MAX_CALLED_ACTIONS)  # actions seen in the run, any outcome
+        self._held: Optional[tuple[Step, ToolCall]] = None  # a new action's reported failure
 
     def _reset(self) -> None:
         self._count = 0
@@ -38,8 +51,15 @@ class ErrorStreakDetector:
         call = step.call
         if step.decision != self._decision:
             self._decision, self._decision_ok = step.decision, False
+        first_time = self._called.add(call.action)
         if call.ok is None:
             return []  # unknown outcome: neither extends nor breaks the streak
+        held, self._held = self._held, None
+        if call.ok is False and first_time and exit_status(call.equivalence.failed) and not self._decision_ok:
+            self._held = (step, call)  # a new action's reported failure: an answer until retried
+            return []
+        if held is not None and call.ok is False and held[1].action == call.action:
+            self._count_failure(*held)
         if call.ok:
             self._decision_ok = True
             if self._count or self._calls:  # most calls succeed: nothing to clear, nothing built
@@ -47,6 +67,13 @@ class ErrorStreakDetector:
             return []
         if self._decision_ok:
             return []  # a sibling succeeded: this decision is not a failed sweep
+        self._count_failure(step, call)
+        level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
+        if level is None:
+            return []
+        return [self._finding(level)]
+
+    def _count_failure(self, step: Step, call: ToolCall) -> None:
         if self._same_tool and self._calls and self._calls[-1].tool != call.tool:
             self._reset()  # another tool failing starts its own streak
         if self._counted != step.decision:
@@ -59,10 +86,6 @@ class ErrorStreakDetector:
         if len(self._errors) < 2:
             shape = call.equivalence.shape if self._policy.equivalence_for(step.rule).shape else None
             self._errors.add((call.action, shape or call.result))  # noise aside
-        level = self._latch.level(self._count, self._rule.warn_at, self._rule.stop_at)
-        if level is None:
-            return []
-        return [self._finding(level)]
 
     def _finding(self, level: str) -> Finding:
         one_action = len(self._actions) == 1

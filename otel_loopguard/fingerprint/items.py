@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from ..conventions.failures import EXIT_STATUS_KEYS
 from ..canon.shape import noise, noise_parts
 from ..paths import get_path
 from ..policy import EquivalenceRule
@@ -29,7 +30,7 @@ MIN_ECHO_CHARS = 3  # argument text searched for echoed lines (longer: whole val
 # A value that says only "it worked": no content of its own.
 ACK_WORDS = frozenset({"ok", "okay", "success", "successful", "succeeded", "done", "true", "false", "none", "null",
                        "created", "updated", "deleted", "removed", "saved", "written", "accepted", "applied",
-                       "completed successfully", "no output", "(no output)", "command completed", "0"})
+                       "completed", "completed successfully", "no output", "(no output)", "command completed", "0"})
 
 _ACK_OR_EMPTY = ACK_WORDS | {""}
 _LONGEST_ACK = max(map(len, ACK_WORDS))
@@ -166,6 +167,8 @@ def _object(obj: dict[str, Any], rule: EquivalenceRule, echo: Echo, out: Items, 
             _object(v, rule, echo, out, depth + 1)
         elif isinstance(v, str) and "\n" in v:
             _lines(v, echo, out)
+        elif key in EXIT_STATUS_KEYS:
+            continue  # the process's status, read as a failure or not (conventions/failures.py): no content
         elif not _trivial(v):
             text = noise(v.strip()) if isinstance(v, str) else noise(_json(v))
             if echo.has(text):

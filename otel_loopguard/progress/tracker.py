@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from ..conventions.failures import exit_status
 from ..calls import Equivalence, Evidence, ToolCall, judged_equivalence
 from ..policy import Policy, ToolRule
 from ..bounded import BoundedMap, BoundedSet
@@ -77,7 +78,10 @@ class ProgressTracker:
         novel = call.result is not None and self._novel(call, eq, not first_time)
         rule = tool_rule.progress
         ev = call.evidence
-        neutral = first_time and call.ok is True and call.result is not None and eq.ack
+        # A new action answered with nothing but an acknowledgement, an exit status included
+        # (grep's "no match"): neutral (docs/equivalence.md).
+        neutral = (first_time and call.result is not None and eq.ack
+                   and (call.ok is True or exit_status(call.equivalence.failed)))
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
         if rule is None or not rule.declared:
             if not new_items and not ev.terminal:
