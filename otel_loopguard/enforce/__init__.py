@@ -55,14 +55,15 @@ GUARD_ARGUMENTS = ("mode", "policy", "key", "key_file", "enforce")
 
 def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike[str]] = None,
                key: Optional[bytes | str] = None, key_file: Optional[str] = None,
-               enforce: Optional[bool] = None) -> ToolGuard:
+               enforce: Optional[bool] = None, clock: Optional[Callable[[], int]] = None) -> ToolGuard:
     """The guard with the settings install() uses: the argument, else OTEL_LOOPGUARD_POLICY
     and OTEL_LOOPGUARD_KEY[_FILE]. Both must agree, or the guard judges by other rules than
     the processor that records its decisions.
 
     `mode` ("enforce" or "observe"), else OTEL_LOOPGUARD_MODE, else install(mode=...), else
     enforce; asked again at every check (mode.py). `enforce=True|False` is the older spelling
-    of an explicit mode."""
+    of an explicit mode. `clock` (nanoseconds, for tests; not an argument of guard()) times
+    calls for the wall-time budget."""
     from ..canon import load_key
     from ..policy_source import PolicySource
     from ..processor.config import resolve  # the variables read exactly as install() reads them
@@ -75,7 +76,8 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
     requested = GuardMode(mode)  # a bad mode stops here, naming the argument
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
     settings = resolve({"policy": policy})
-    return ToolGuard(PolicySource(digest_key, settings.policy, settings.policy_reload_seconds), mode=requested)
+    source = PolicySource(digest_key, settings.policy, settings.policy_reload_seconds)
+    return ToolGuard(source, mode=requested, **({"clock": clock} if clock is not None else {}))
 
 
 def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -> None:

@@ -11,15 +11,17 @@ idempotency key (docs/guard.md).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..bounded import BoundedMap
 from ..calls import ModelCall, RawCall, ToolCall
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER
-from ..findings import TOOL_LEVEL_KINDS, Finding
+from ..findings import TOOL_LEVEL_KINDS, WARN as WARN_LEVEL, Finding
 from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
@@ -86,8 +88,12 @@ class _RunState:
 
 
 class Guard:
-    def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None):
+    def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None,
+                 clock: Callable[[], int] = time.monotonic_ns):
         self._source = PolicySource.of(policy) if isinstance(policy, Fingerprinter) else policy
+        # Times a call's start (at check) and end (at record) for the wall-time budget; only
+        # differences count, so a monotonic clock. Tests inject their own.
+        self._clock = clock
         # The process's one mode (mode.py), asked at each check; without one, `enforce` decides.
         self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
@@ -121,7 +127,8 @@ class Guard:
         with self._lock:
             state = self._state(run_id)
             proposed = fingerprint_call(
-                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), state.fp
+                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False,
+                        start_ns=self._clock()), state.fp
             )
             verdicts = state.run.preview(proposed)
             tool_enforced = _enforced(state, tool)
@@ -143,24 +150,42 @@ class Guard:
             return Decision(action=WARN, kind=warn[1], reason=warn[2], message=NUDGE.format(reason=warn[2]), enforced=enforced, ticket=proposed, arguments=arguments)
         return Decision(action=ALLOW, kind=None, reason="", message="", enforced=enforced, ticket=proposed, arguments=arguments)
 
-    def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str) -> list[Finding]:
-        """The executed call with its result: this is what later checks judge."""
+    def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str,
+               start_ns: Optional[int] = None, end_ns: Optional[int] = None) -> list[Finding]:
+        """The executed call with its result: this is what later checks judge. Its times, on
+        the guard's clock, default to the check (start) and now (end): the wall-time budget
+        is judged on them, as the processor judges it on the spans' times."""
         if decision.ticket is None:
             return []
         planned = decision.ticket
+        end = self._clock() if end_ns is None else end_ns
         with self._lock:
             state = self._state(run_id)
             state.seq += 1
             # The arguments again (the digest is reused), so side-effecting calls keep their
             # idempotency key and progress rules their cursor.
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
-                          turn=planned.turn, args_digest=planned.action)
+                          turn=planned.turn, args_digest=planned.action,
+                          start_ns=planned.start_ns if start_ns is None else start_ns, end_ns=end)
             before = state.run.stopped
             found = state.run.observe(fingerprint_call(raw, state.fp))
             after = state.run.stopped
             if after is not None and after is not before and state.stop is None and _enforced(state, planned.tool):
                 state.stop = (after.kind, after.reason)  # this enforced tool's call stopped the run
             return found
+
+    def late_warning(self, decision: Decision, found: list[Finding]) -> Optional[Decision]:
+        """A warn the call's own outcome revealed, for a call the check allowed: the wall-time
+        budget's warn level crossed while the call ran (no preview can know how long a call
+        will take). The adapter records it and nudges the result, as for a warn decided
+        before the call: the call the processor marks `would_warn`. None otherwise."""
+        if decision.action != ALLOW:
+            return None
+        late = next((f for f in found if f.kind == "budget" and f.severity == WARN_LEVEL), None)
+        if late is None:
+            return None
+        return dataclasses.replace(decision, action=WARN, kind=late.kind, reason=late.reason,
+                                   message=NUDGE.format(reason=late.reason))
 
     def record_model(self, *, run_id: str, turn: int, input_tokens: int = 0, output_tokens: int = 0,
                      model: Optional[str] = None) -> list[Finding]:
