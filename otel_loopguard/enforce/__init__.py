@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, ContextManager, Iterable, Optional, Sequence, TypeVar
 
+from ..mode import ENV as MODE_ENV
 from ..mode import GuardMode, ModeError
 from .decorator import current_run_id, guarded, nudge, record_decision, run_scope, scoped_run_id
 from .guard import ALLOW, DENY, WARN, WRAP_UP, Decision, Guard, Stop
@@ -73,9 +74,11 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
         if mode is not None and mode != spelled:
             raise ModeError(f"guard(): mode={mode!r} contradicts enforce={enforce!r}; pass only mode")
         mode = spelled
-    requested = GuardMode(mode)  # a bad mode stops here, naming the argument
+    requested = GuardMode(mode)  # a bad mode stops here, naming the argument or OTEL_LOOPGUARD_MODE
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
-    settings = resolve({"policy": policy})
+    # The mode was settled above (GuardMode: a ModeError naming the variable); the other
+    # variables are read as install() reads them.
+    settings = resolve({"policy": policy}, env={k: v for k, v in os.environ.items() if k != MODE_ENV})
     source = PolicySource(digest_key, settings.policy, settings.policy_reload_seconds)
     return ToolGuard(source, mode=requested, **({"clock": clock} if clock is not None else {}))
 

@@ -149,7 +149,8 @@ def _guard_calls(spans: list[ReadableSpan], bodies: list[tuple[int, int]]) -> di
     return out
 
 
-def policy_guard(tmp_path: Any, policy: str, *, mode: str = "enforce", clock: Optional[FakeClock] = None) -> ToolGuard:
+def policy_guard(tmp_path: Any, policy: str, *, mode: Optional[str] = None, clock: Optional[FakeClock] = None) -> ToolGuard:
+    """A guard on `policy`; without `mode`, the settings decide (enforce when none is set)."""
     path = tmp_path / "policy.yaml"
     path.write_text(policy, encoding="utf-8")
     return make_guard(key=KEY, policy=str(path), mode=mode, clock=clock)
@@ -318,7 +319,7 @@ def drive(request: pytest.FixtureRequest, tmp_path: Any, monkeypatch: pytest.Mon
     adapter = ADAPTERS[request.param]
 
     def run(policy: str, turns: list[list[Call]], *, behave: Behave = same_answer, clock: Optional[FakeClock] = None,
-            mode: str = "enforce") -> Outcome:
+            mode: Optional[str] = None) -> Outcome:
         guard = policy_guard(tmp_path, policy, mode=mode, clock=clock)
         # The processor install() puts in front of each stack judges by the same file.
         monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", str(tmp_path / "policy.yaml"))
