@@ -319,10 +319,12 @@ def drive(request: pytest.FixtureRequest, tmp_path: Any, monkeypatch: pytest.Mon
     adapter = ADAPTERS[request.param]
 
     def run(policy: str, turns: list[list[Call]], *, behave: Behave = same_answer, clock: Optional[FakeClock] = None,
-            mode: Optional[str] = None) -> Outcome:
+            mode: Optional[str] = None, before: Optional[Callable[[], None]] = None) -> Outcome:
         guard = policy_guard(tmp_path, policy, mode=mode, clock=clock)
         # The processor install() puts in front of each stack judges by the same file.
         monkeypatch.setenv("OTEL_LOOPGUARD_POLICY", str(tmp_path / "policy.yaml"))
+        if before is not None:  # between the guard's making and the processor's install()
+            before()
         tools = _Tools(behave, clock)
         with sdk_clock(clock):
             out = adapter(guard, turns, tools)
