@@ -80,7 +80,9 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
     # variables are read as install() reads them.
     settings = resolve({"policy": policy}, env={k: v for k, v in os.environ.items() if k != MODE_ENV})
     source = PolicySource(digest_key, settings.policy, settings.policy_reload_seconds)
-    return ToolGuard(source, mode=requested, **({"clock": clock} if clock is not None else {}))
+    if clock is not None:
+        return ToolGuard(source, mode=requested, clock=clock)
+    return ToolGuard(source, mode=requested)
 
 
 def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -> None:

@@ -94,7 +94,8 @@ def install(
         tagger = build_tagger(config, key=key, key_file=key_file)
         taken = take_span_processors(provider)
         if existing is not None:  # the provider's shutdown stopped it: wrap what it wrapped
-            taken = [q for p in taken for q in (existing.processor.delegates if p is existing.processor else (p,))]
+            stopped: LoopguardSpanProcessor = existing.processor
+            taken = [q for p in taken for q in (stopped.delegates if p is stopped else (p,))]
         if not taken:  # processors added later are handed tagged spans too; until then none leave
             _log.warning("otel-loopguard: the tracer provider has no span processor yet, so no exporter is "
                          "configured: tagged spans go nowhere until one is added (docs/processor.md)")
