@@ -238,14 +238,18 @@ def _mixed(policy: Policy) -> bool:
 def _new_stop(state: _RunState, before: Optional[Finding], own_before: Optional[Finding],
               tool_enforced: bool) -> Optional[tuple[str, str]]:
     """The run-level stop a recorded call brought that enforce mode acts on: a budget used up
-    (whoever used it), an enforced streak (judged on enforced calls only), or another stop an
-    enforced tool's call caused."""
+    (whoever used it), else, in a mixed rollout, a stop of the enforced calls' own run (their
+    streaks judged on them alone, even when the run of all calls was stopped earlier by an
+    observe-only tool), else a stop an enforced tool's call caused."""
     after, own_after = state.run.stopped, state.own.stopped
-    if after is not None and after is not before:
-        if after.kind == "budget" or (tool_enforced and after.kind not in RUN_STREAKS):
-            return (after.kind, after.reason)
-    if own_after is not None and own_after is not own_before and own_after.kind in RUN_STREAKS:
-        return (own_after.kind, own_after.reason)
+    if after is not None and after is not before and after.kind == "budget":
+        return (after.kind, after.reason)
+    if state.own is not state.run:
+        if own_after is not None and own_after is not own_before and own_after.kind != "budget":
+            return (own_after.kind, own_after.reason)
+        return None
+    if tool_enforced and after is not None and after is not before:
+        return (after.kind, after.reason)
     return None
 
 

@@ -79,3 +79,15 @@ def test_a_budget_counts_every_call_whoever_made_it() -> None:
     guard = _guard(budget=budget)
     _drive(guard, calls[:3])
     assert guard.stopped("r") is not None  # the run is stopped for enforced tools at once
+
+
+def test_an_enforced_poll_budget_stops_the_run_after_an_observe_only_stop() -> None:
+    """The run of all calls was stopped by the observe-only tool's loop; the enforced poller
+    using up its poll budget afterwards still stops the run for enforced tools."""
+    guard = _guard(tools={**MIXED, "status": {"poll": {"max_polls": 3},
+                                              "progress": {"state_field": "state", "terminal_states": ["done"]}}})
+    loop = [("search", {"q": "same"}, {"rows": []}, True)] * 5
+    polls = [("status", {"job": 1}, {"state": "running"}, True)] * 3
+    verbs = _drive(guard, loop + polls + [("lookup", {"i": 1}, {"r": 1}, True)])
+    assert verbs[4] == "would_block"  # the observe-only loop: reported, not denied
+    assert verbs[8] == "deny" and guard.stopped("r") is not None
