@@ -153,21 +153,22 @@ class PolicySource:
 
 
 def _reload(files: list[_PolicyFile]) -> bool:
-    """Every file checked first, then every change taken: one refused file changes nothing."""
+    """Every file checked first, then every change taken: one refused file changes nothing. A
+    file that is not there (a ConfigMap swapping its symlink, a file removed) is no change."""
     for f in files:
         f.lock.acquire()
     try:
-        stamps = [file_stamp(f.path) for f in files]
+        present = [(f, stamp) for f in files if (stamp := file_stamp(f.path)) is not None]
         candidates: list[Optional[Policy]] = []
         refused: list[str] = []
-        for f in files:
+        for f, _ in present:
             try:
                 candidates.append(f.candidate())
             except LoopguardError as exc:  # every file is checked: the error names each refused one
                 refused.append(str(exc))
         if refused:
             raise PolicyError("; ".join(refused))
-        for f, stamp, new in zip(files, stamps, candidates):
+        for (f, stamp), new in zip(present, candidates):
             f.stamp = stamp
             if new is not None:
                 f.take(new)

@@ -32,7 +32,11 @@ def test_a_changed_file_under_the_same_version_changes_nothing_anywhere(drive: A
             otel_loopguard.reload_policy()
         refused.append(str(caught.value))
 
-    out = drive(V2, [[A12] for _ in range(6)], mode="observe", before=change_the_file_and_reload)
+    try:
+        out = drive(V2, [[A12] for _ in range(6)], mode="observe", before=change_the_file_and_reload)
+    finally:
+        # The sources outlive the test: a file left refused would fail every later reload.
+        (tmp_path / "policy.yaml").unlink(missing_ok=True)
 
     [message] = refused
     assert str(tmp_path / "policy.yaml") in message and "v2" in message and "kept" in message

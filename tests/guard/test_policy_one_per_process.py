@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -22,6 +23,15 @@ V2 = 'version: "v2"\nrepeat: {warn_at: 2, stop_at: 4}\n'
 V2_CHANGED = 'version: "v2"\nrepeat: {warn_at: 2, stop_at: 3}\n'
 V1_CHANGED = 'version: "v1"\nrepeat: {warn_at: 2, stop_at: 6}\n'
 V3 = 'version: "v3"\nrepeat: {warn_at: 3, stop_at: 7}\n'
+
+
+@pytest.fixture(autouse=True)
+def _no_refused_file_left(tmp_path: Path) -> Iterator[None]:
+    """The sources of a test outlive it (reload_policy() reloads every live one): a file left
+    in a refused state would make every later reload_policy() of the session fail. A file
+    that is not there is no change."""
+    yield
+    (tmp_path / "policy.yaml").unlink(missing_ok=True)
 
 
 class Clock:
