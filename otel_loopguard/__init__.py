@@ -53,7 +53,8 @@ def reload_policy() -> list[str]:
     """Read the policy file again now, for the processor and every guard of this process (they
     also do when the file changes, within OTEL_LOOPGUARD_POLICY_RELOAD_SECONDS). Runs opened
     from now on are judged by it; open runs keep theirs. Returns the policy versions in use; an
-    invalid file raises PolicyError and the policy in use stays (docs/policy.md, "Reloading")."""
+    invalid file, or changed rules under a version already used, raises PolicyError and the
+    policy in use stays everywhere (docs/policy.md, "Reloading")."""
     from .policy_source import reload_all
 
     return reload_all()

@@ -13,6 +13,7 @@ process belongs in these three; the kill switch (killswitch.py) is applied by th
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Callable, Mapping, Optional
@@ -29,6 +30,8 @@ _installed: Optional[str] = None  # the latest install(mode=...) given explicitl
 _installs: list[tuple[object, str]] = []  # every such install not shut down yet, oldest first
 _enforced_runs = BoundedSet(MAX_ENFORCED_RUNS)
 _lock = threading.Lock()
+_log = logging.getLogger("otel_loopguard")
+_bad_settings_logged: set[str] = set()  # each bad value of the variable is logged once
 
 
 class ModeError(LoopguardError):
@@ -87,16 +90,38 @@ def span_mode(configured: str, run_id: str) -> str:
 
 
 class GuardMode:
-    """A guard's mode, asked at every check so a change of setting applies to the next call."""
+    """A guard's mode, asked at every check so a change of setting applies to the next call.
 
-    __slots__ = ("requested",)
+    A bad mode is an error when the guard is made (the argument, or OTEL_LOOPGUARD_MODE then):
+    ModeError, naming the setting. A bad value set later never reaches the tool call: the guard
+    keeps the last good mode and logs the bad value once (a guard must not break the calls it
+    judges because of a typo in the environment)."""
+
+    __slots__ = ("requested", "_last")
 
     def __init__(self, requested: Optional[str] = None):
         self.requested = None if requested is None else check_mode(requested, "mode")
+        self._last = resolve_mode(self.requested) or "enforce"  # raises on a bad variable now
 
     def current(self) -> str:
         # The kill switch (otel_loopguard.set_mode, OTEL_LOOPGUARD_KILL_SWITCH_FILE) wins over settings.
-        return "observe" if observe_only() else (resolve_mode(self.requested) or "enforce")
+        if observe_only():
+            return "observe"
+        try:
+            mode = resolve_mode(self.requested) or "enforce"
+        except ModeError as exc:
+            _log_bad_setting(str(exc), self._last)
+            return self._last
+        self._last = mode
+        return mode
+
+
+def _log_bad_setting(message: str, kept: str) -> None:
+    with _lock:
+        if message in _bad_settings_logged or len(_bad_settings_logged) > 100:
+            return
+        _bad_settings_logged.add(message)
+    _log.error("otel-loopguard: %s; guards keep the mode %s until it is fixed (docs/guard.md, \"Mode\")", message, kept)
 
 
 __all__ = ["ENV", "MODES", "GuardMode", "ModeError", "check_mode", "enforced_run", "note_enforced_run",

@@ -1,11 +1,16 @@
 """The policy an application judges by, replaced without a restart (docs/policy.md, "Reloading").
 
-The processor and each guard hold a PolicySource. A new policy is taken when
-`otel_loopguard.reload_policy()` is called (an admin endpoint, a SIGHUP handler the
-application owns), or when the policy file changes: its stamp (watched.py) is looked at, at
-most every `policy_reload_seconds`, when a run opens, never on a call's path. It is loaded
-and checked in full first; one that fails keeps the policy in use and says why in the log,
-once per change of the file.
+The processor and each guard hold a PolicySource. Sources that read the same file share one
+`_PolicyFile`: the process holds one policy per file, and a change replaces it for all of them
+at once, so a guard and the processor never judge new runs by different rules. A new policy
+is taken when `otel_loopguard.reload_policy()` is called (an admin endpoint, a SIGHUP handler
+the application owns), or when the file changes: its stamp (watched.py) is looked at, at most
+every `policy_reload_seconds` of the source that asks, when a run opens, never on a call's
+path. It is loaded and checked in full first; one that fails keeps the policy in use
+everywhere and says why (in the log, once per change of the file; `reload_policy()` raises).
+
+A version names one set of rules: a file whose rules changed under a version this process
+already used for other rules is refused (a file without `version:` gets a content hash).
 
 A new policy judges the runs opened after it; an open run keeps the fingerprinter it
 started with, so no run is judged half by one policy and half by another, and the
@@ -16,6 +21,7 @@ does the same, receiver/reload.py).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import weakref
@@ -24,14 +30,80 @@ from typing import Callable, Optional
 from .canon import DigestKey
 from .errors import LoopguardError, PolicyError
 from .fingerprint import Fingerprinter
-from .policy import check_replacement, load_policy
-from .watched import file_stamp
+from .policy import Policy, check_replacement, load_policy
+from .watched import Stamp, file_stamp
 
 RELOAD_SECONDS = 2.0
+MAX_VERSIONS = 256  # versions remembered per file, each with the rules it named
 
 _log = logging.getLogger("otel_loopguard")
 _sources: "weakref.WeakSet[PolicySource]" = weakref.WeakSet()
-_sources_lock = threading.Lock()
+_files: "weakref.WeakValueDictionary[str, _PolicyFile]" = weakref.WeakValueDictionary()
+_sources_lock = threading.Lock()  # the two registries; also makes reload_policy() one at a time
+
+
+class _PolicyFile:
+    """The one policy of the process for one file, and the versions it has used."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.stamp: Stamp = file_stamp(path)
+        self.policy: Policy = load_policy(path)
+        self.versions: dict[str, Policy] = {self.policy.version: self.policy}
+        self.lock = threading.Lock()  # one look or reload at a time; readers never wait for it
+
+    def candidate(self) -> Optional[Policy]:
+        """The file's policy if it should replace the one in use, None when the rules are the
+        same; a LoopguardError (nothing changed) when it is invalid or reuses a version."""
+        new = load_policy(self.path)
+        if not check_replacement(self.policy, new, self.path):
+            return None
+        used = self.versions.get(new.version)
+        if used is not None and used != new:
+            raise PolicyError(f"{self.path}: version {new.version} already named other rules in this process; "
+                              "give the changed rules a new version (or remove `version:` to use a content hash)")
+        return new
+
+    def take(self, new: Policy) -> None:
+        old, self.policy = self.policy, new
+        if len(self.versions) >= MAX_VERSIONS:
+            self.versions.pop(next(iter(self.versions)))
+        self.versions[new.version] = new
+        _log.warning("otel-loopguard: policy %s replaces %s (%s): runs opened from now on are judged by it, "
+                     "open runs keep %s", new.version, old.version, self.path, old.version)
+
+    def look(self, wait: bool = False) -> None:
+        """The timer's look: take a changed file, or log once per change why it is refused."""
+        if not self.lock.acquire(blocking=wait):
+            return  # another thread is looking: its answer is as fresh as ours would be
+        try:
+            stamp = file_stamp(self.path)
+            if stamp == self.stamp or stamp is None:  # unchanged, or mid-swap: look again later
+                return
+            self.stamp = stamp
+            try:
+                new = self.candidate()
+            except LoopguardError as exc:  # messages name the file and the setting, never the key
+                _log.error("otel-loopguard: keeping policy %s everywhere in this process: %s", self.policy.version, exc)
+                return
+            if new is not None:
+                self.take(new)
+        finally:
+            self.lock.release()
+
+
+def _shared(path: str) -> _PolicyFile:
+    """The file's shared state, made on first use (an invalid file is an error then). A source
+    made later looks at the file at once, as the timer does: a changed file is taken for every
+    source, a refused one is logged and the policy in use stays, for this source too."""
+    key = os.path.abspath(path)
+    with _sources_lock:
+        shared = _files.get(key)
+        if shared is None:
+            shared = _files[key] = _PolicyFile(path)
+            return shared
+    shared.look(wait=True)
+    return shared
 
 
 class PolicySource:
@@ -39,14 +111,13 @@ class PolicySource:
                  clock: Callable[[], float] = time.monotonic, *, policy: Optional[Fingerprinter] = None):
         self._key = key
         self._path = path
-        self._fp = policy or Fingerprinter(key, load_policy(path))
+        self._reloadable = policy is None  # a policy handed over in code has no file to read again
+        self._file = _shared(path) if self._reloadable and path is not None else None
+        self._fp = policy or Fingerprinter(key, self._file.policy if self._file is not None else load_policy(None))
         self._interval = interval
         self._clock = clock
-        self._reloadable = policy is None  # a policy handed over in code has no file to read again
-        self._watch = self._reloadable and path is not None and interval > 0
-        self._stamp = file_stamp(path) if path is not None else None
+        self._watch = self._file is not None and interval > 0
         self._next_look = clock() + interval
-        self._lock = threading.Lock()  # one reload at a time; readers never wait for it
         if self._reloadable:
             with _sources_lock:
                 _sources.add(self)
@@ -58,64 +129,63 @@ class PolicySource:
 
     @property
     def fingerprinter(self) -> Fingerprinter:
-        """The fingerprinter in use, without looking at the file (calls of an open run)."""
+        """The fingerprinter for the policy in use now, without looking at the file."""
+        shared = self._file
+        if shared is not None and self._fp.policy is not shared.policy:
+            self._fp = Fingerprinter(self._key, shared.policy)  # another source took a new one
         return self._fp
 
     def for_new_run(self) -> Fingerprinter:
         """The fingerprinter a run opening now is judged by: the file is looked at first when
-        `interval` has passed since the last look."""
+        `interval` has passed since this source last looked."""
         if self._watch and self._clock() >= self._next_look:
-            self._look()
-        return self._fp
+            self._next_look = self._clock() + self._interval
+            assert self._file is not None
+            self._file.look()
+        return self.fingerprinter
 
     def reload(self) -> bool:
         """Load the file again now: True when a new policy replaced the one in use, False when
-        the rules are unchanged; a LoopguardError (the old policy stays) when it is invalid."""
-        if not self._reloadable:
+        the rules are unchanged; a LoopguardError (the policy in use stays) when it is invalid."""
+        if self._file is None:
             return False
-        with self._lock:
-            if self._path is not None:
-                self._stamp = file_stamp(self._path)
-            return self._replace()
+        return _reload([self._file])
 
-    def _look(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            return  # another thread is looking: its answer is as fresh as ours would be
-        try:
-            self._next_look = self._clock() + self._interval
-            assert self._path is not None
-            stamp = file_stamp(self._path)
-            if stamp == self._stamp or stamp is None:  # unchanged, or mid-swap: look again later
-                return
-            self._stamp = stamp
+
+def _reload(files: list[_PolicyFile]) -> bool:
+    """Every file checked first, then every change taken: one refused file changes nothing. A
+    file that is not there (a ConfigMap swapping its symlink, a file removed) is no change."""
+    for f in files:
+        f.lock.acquire()
+    try:
+        present = [(f, stamp) for f in files if (stamp := file_stamp(f.path)) is not None]
+        candidates: list[Optional[Policy]] = []
+        refused: list[str] = []
+        for f, _ in present:
             try:
-                self._replace()
-            except LoopguardError as exc:  # messages name the file and the setting, never the key
-                _log.error("otel-loopguard: keeping policy %s: %s", self._fp.policy.version, exc)
-        finally:
-            self._lock.release()
-
-    def _replace(self) -> bool:
-        new, old = load_policy(self._path), self._fp.policy
-        if not check_replacement(old, new, self._path or "the built-in policy"):
-            return False
-        self._fp = Fingerprinter(self._key, new)
-        _log.warning("otel-loopguard: policy %s replaces %s: runs opened from now on are judged by it, "
-                     "open runs keep %s", new.version, old.version, old.version)
-        return True
+                candidates.append(f.candidate())
+            except LoopguardError as exc:  # every file is checked: the error names each refused one
+                refused.append(str(exc))
+        if refused:
+            raise PolicyError("; ".join(refused))
+        for (f, stamp), new in zip(present, candidates):
+            f.stamp = stamp
+            if new is not None:
+                f.take(new)
+        return any(new is not None for new in candidates)
+    finally:
+        for f in files:
+            f.lock.release()
 
 
 def reload_all() -> list[str]:
-    """Reload every policy source of this process (the processor's and each guard's); the
-    versions in use afterwards. Every source is tried; the first failure is raised after."""
+    """Reload every policy file of this process (the processor's and each guard's) as one
+    change; the versions in use afterwards. A file that fails keeps every policy in use."""
     with _sources_lock:
         sources = list(_sources)
-    failure: Optional[LoopguardError] = None
-    for source in sources:
-        try:
-            source.reload()
-        except LoopguardError as exc:
-            failure = failure or exc
-    if failure is not None:
-        raise PolicyError(f"reload_policy(): the policy in use is kept: {failure}") from None
+        files = sorted({id(s._file): s._file for s in sources if s._file is not None}.values(), key=lambda f: f.path)
+    try:
+        _reload(files)
+    except LoopguardError as exc:
+        raise PolicyError(f"reload_policy(): the policy in use is kept everywhere in this process: {exc}") from None
     return sorted({s.fingerprinter.policy.version for s in sources})

@@ -34,6 +34,7 @@ class BudgetDetector:
         self._seen_turns = BoundedSet(MAX_TRACKED_TURNS)
         self._cost = 0.0
         self._first_start: Optional[int] = None
+        self._last_end: Optional[int] = None  # the latest end of an observed call: what the preview times
         self._last_turn: Optional[int] = None  # the turn that reached the turn limit: the last allowed
         self._turn_now: Optional[int] = None  # the turn of the call or decision observed last
 
@@ -44,6 +45,8 @@ class BudgetDetector:
         self._turn_now = call.turn
         if call.start_ns and self._first_start is None:
             self._first_start = call.start_ns
+        if call.end_ns and (self._last_end is None or call.end_ns > self._last_end):
+            self._last_end = call.end_ns
         # Most calls are below every level at which a budget can fire: three comparisons.
         due, out = self._due, []
         if self._tool_calls >= due.get("tool_calls", _NEVER):
@@ -58,14 +61,18 @@ class BudgetDetector:
     def preview(self, step: Step) -> Optional[tuple[str, str]]:
         """Before dispatch: a budget already used up stops the next call. The turn budget's
         limit is the last turn allowed, so it stops a call only if the call starts a turn
-        beyond it: the parallel siblings of the last turn run."""
+        beyond it: the parallel siblings of the last turn run. Wall time is judged on the
+        calls observed (first start to latest end), as observe() judges it: the call whose
+        end reaches the limit is the last allowed, the one after it is stopped."""
         r = self._rule
         turn = step.call.turn
         starts_turn = turn is not None and turn not in self._seen_turns
+        seconds = self.seconds_used()
         spent = [
             (r.max_tool_calls, self._tool_calls, "tool calls"),
             (r.max_turns, self._turns + (1 if starts_turn else 0) - 1, "turns"),
             (r.max_cost_usd, self._cost, "USD"),
+            (r.max_seconds, seconds if seconds is not None else -math.inf, "seconds"),
         ]
         for limit, used, unit in spent:
             if limit is not None and used >= limit:
@@ -75,7 +82,15 @@ class BudgetDetector:
             return "warn", f"this is tool call {self._tool_calls + 1} of the {r.max_tool_calls} the run may make"
         if r.max_turns is not None and starts_turn and self._turns + 1 >= self._warn["turns"]:
             return "warn", f"this is turn {self._turns + 1} of the {r.max_turns} the run may take"
+        if r.max_seconds is not None and seconds is not None and seconds >= self._warn["seconds"]:
+            return "warn", f"the run has used {seconds:.2f} of the {r.max_seconds:g} seconds it may take"
         return None
+
+    def seconds_used(self) -> Optional[float]:
+        """Wall time of the calls observed so far: the first one's start to the latest end."""
+        if self._first_start is None or self._last_end is None:
+            return None
+        return (self._last_end - self._first_start) / _NS
 
     def is_turn_limit(self, f: Finding) -> bool:
         """Whether `f` is this budget's stop for reaching the turn limit."""

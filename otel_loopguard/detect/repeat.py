@@ -83,9 +83,11 @@ class RepeatDetector:
         level = "stop" if count >= rule.stop_at else "warn" if count >= rule.warn_at else None
         if level is None:
             return None
+        span = f"within {rule.window} decisions" if rule.mode == "window" else "in a row"
+        results = " after calls that made no progress" if rule.progress_resets else ", whatever they returned"
         return level, (
-            f"{step.call.tool} would be called {count} times in a row with the same arguments after "
-            f"calls that made no progress (warn at {rule.warn_at}, stop at {rule.stop_at})"
+            f"{step.call.tool} would be called {count} times {span} with the same arguments{results} "
+            f"(warn at {rule.warn_at}, stop at {rule.stop_at})"
         )
 
     def _would_count(self, step: Step, rule: RepeatRule) -> int:
@@ -182,9 +184,10 @@ class RepeatDetector:
     ) -> Finding:
         tool = calls[-1].tool
         same = "the same or near-identical arguments" if near else "the same arguments"
+        results = " and no progress" if rule.progress_resets else ", whatever they returned"
         reason = (
-            f"{tool} was called {count} times {span} with {same} and no "
-            f"progress (warn at {rule.warn_at}, stop at {rule.stop_at})"
+            f"{tool} was called {count} times {span} with {same}{results} "
+            f"(warn at {rule.warn_at}, stop at {rule.stop_at})"
         )
         return finding("repeat", level, calls, reason, count=count, tool=tool, action=calls[-1].action)
 

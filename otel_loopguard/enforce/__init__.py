@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, ContextManager, Iterable, Optional, Sequence, TypeVar
 
+from ..mode import ENV as MODE_ENV
 from ..mode import GuardMode, ModeError
 from .decorator import current_run_id, guarded, nudge, record_decision, run_scope, scoped_run_id
 from .guard import ALLOW, DENY, WARN, WRAP_UP, Decision, Guard, Stop
@@ -55,14 +56,15 @@ GUARD_ARGUMENTS = ("mode", "policy", "key", "key_file", "enforce")
 
 def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike[str]] = None,
                key: Optional[bytes | str] = None, key_file: Optional[str] = None,
-               enforce: Optional[bool] = None) -> ToolGuard:
+               enforce: Optional[bool] = None, clock: Optional[Callable[[], int]] = None) -> ToolGuard:
     """The guard with the settings install() uses: the argument, else OTEL_LOOPGUARD_POLICY
     and OTEL_LOOPGUARD_KEY[_FILE]. Both must agree, or the guard judges by other rules than
     the processor that records its decisions.
 
     `mode` ("enforce" or "observe"), else OTEL_LOOPGUARD_MODE, else install(mode=...), else
     enforce; asked again at every check (mode.py). `enforce=True|False` is the older spelling
-    of an explicit mode."""
+    of an explicit mode. `clock` (nanoseconds, for tests; not an argument of guard()) times
+    calls for the wall-time budget."""
     from ..canon import load_key
     from ..policy_source import PolicySource
     from ..processor.config import resolve  # the variables read exactly as install() reads them
@@ -72,10 +74,15 @@ def make_guard(*, mode: Optional[str] = None, policy: Optional[str | os.PathLike
         if mode is not None and mode != spelled:
             raise ModeError(f"guard(): mode={mode!r} contradicts enforce={enforce!r}; pass only mode")
         mode = spelled
-    requested = GuardMode(mode)  # a bad mode stops here, naming the argument
+    requested = GuardMode(mode)  # a bad mode stops here, naming the argument or OTEL_LOOPGUARD_MODE
     digest_key = load_key(key=key, key_file=key_file) if (key or key_file) else load_key()
-    settings = resolve({"policy": policy})
-    return ToolGuard(PolicySource(digest_key, settings.policy, settings.policy_reload_seconds), mode=requested)
+    # The mode was settled above (GuardMode: a ModeError naming the variable); the other
+    # variables are read as install() reads them.
+    settings = resolve({"policy": policy}, env={k: v for k, v in os.environ.items() if k != MODE_ENV})
+    source = PolicySource(digest_key, settings.policy, settings.policy_reload_seconds)
+    if clock is not None:
+        return ToolGuard(source, mode=requested, clock=clock)
+    return ToolGuard(source, mode=requested)
 
 
 def check_arguments(function: str, given: Iterable[str], known: Sequence[str]) -> None:

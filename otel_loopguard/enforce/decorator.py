@@ -100,6 +100,17 @@ def record_decision(decision: Decision, tool: str, span: Optional[trace.Span] = 
         span.set_attribute(conv.GUARD, decision.kind or "")
 
 
+def late_warning(guard: Guard, decision: Decision, found: list[Any], tool: str,
+                 span: Optional[trace.Span] = None) -> Decision:
+    """The decision to nudge with once the call ran: a warn its own outcome revealed (the
+    wall-time budget, Guard.late_warning) is recorded now, on the span still open."""
+    late = guard.late_warning(decision, found)
+    if late is None:
+        return decision
+    record_decision(late, tool, span)
+    return late
+
+
 def decision_verb(decision: Decision) -> str:
     """deny / warn when the guard acts, would_block / would_warn when it only observes."""
     if decision.action == DENY:
@@ -144,7 +155,7 @@ def guarded(guard: Guard, name: Optional[str] = None) -> Callable[[F], F]:
             guard.record(decision, f"{type(exc).__name__}: {exc}", False, run_id=run_id)
 
         def after(decision: Decision, run_id: str, result: Any) -> Any:
-            guard.record(decision, result, True, run_id=run_id)
+            decision = late_warning(guard, decision, guard.record(decision, result, True, run_id=run_id), tool)
             # Observe-only guards never change what the model reads.
             return nudge(result, decision.message) if decision.action == WARN and decision.enforced else result
 

@@ -11,15 +11,17 @@ idempotency key (docs/guard.md).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..bounded import BoundedMap
 from ..calls import ModelCall, RawCall, ToolCall
 from ..detect import Run
 from ..detect.run import STOPPED_EARLIER
-from ..findings import TOOL_LEVEL_KINDS, Finding
+from ..findings import TOOL_LEVEL_KINDS, WARN as WARN_LEVEL, Finding
 from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
@@ -73,21 +75,35 @@ class Decision:
         return self.action == DENY and self.enforced
 
 
+# Streaks and patterns across tools: in a mixed rollout only enforced tools' calls, in a row,
+# make an enforced stop of these (docs/rollout.md, "Per-tool semantics"). Every other kind is
+# one tool's own pattern (repeat, cap, polls, duplicate writes) or the run's totals (budgets).
+RUN_STREAKS = frozenset({"cycle", "error_streak", "no_progress"})
+
+
 class _RunState:
-    __slots__ = ("run", "fp", "seq", "stop")
+    __slots__ = ("run", "own", "fp", "seq", "stop")
 
     def __init__(self, fp: Fingerprinter, run_id: str):
         self.fp = fp  # the policy a run opened under judges it to its end (policy_source.py)
-        self.run = Run(run_id, fp.policy)
+        self.run = Run(run_id, fp.policy)  # every call: what enforcing every tool would do
+        # Enforced tools' calls only, each observe-only call a gap (streaks start afresh): the
+        # run-level streaks enforce mode acts on. The same Run when every tool is enforced.
+        self.own = Run(run_id, fp.policy) if _mixed(fp.policy) else self.run
         self.seq = 0
-        # (kind, reason) of the first run-level stop an enforced tool's call caused. The run's
-        # own `stopped` may come from an observe-only tool: that one only says would_block.
+        # (kind, reason) of the first run-level stop enforce mode acts on: an enforced tool's
+        # call caused it, or a budget was used up (whoever used it). The run's own `stopped`
+        # may come from an observe-only tool: that one only says would_block.
         self.stop: Optional[tuple[str, str]] = None
 
 
 class Guard:
-    def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None):
+    def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None,
+                 clock: Callable[[], int] = time.monotonic_ns):
         self._source = PolicySource.of(policy) if isinstance(policy, Fingerprinter) else policy
+        # Times a call's start (at check) and end (at record) for the wall-time budget; only
+        # differences count, so a monotonic clock. Tests inject their own.
+        self._clock = clock
         # The process's one mode (mode.py), asked at each check; without one, `enforce` decides.
         self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
@@ -121,46 +137,77 @@ class Guard:
         with self._lock:
             state = self._state(run_id)
             proposed = fingerprint_call(
-                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False), state.fp
+                RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False,
+                        start_ns=self._clock()), state.fp
             )
             verdicts = state.run.preview(proposed)
             tool_enforced = _enforced(state, tool)
-            stop, stopped_earlier, by_enforced = _pick_stop(verdicts, state.stop)
-            # A run stopped only by an observe-only tool: enforce mode would not deny this call
-            # (rollout: an observed tool never denies another), so it is a would_block at most.
-            enforced = enforcing and tool_enforced and by_enforced
-            if stop is not None and tool_enforced and by_enforced:
+            # The enforced streaks' own judgement of this call (an observe-only tool has none).
+            own = state.own.preview(proposed) if tool_enforced and state.own is not state.run else None
+            stop, stopped_earlier, acts = _pick_stop(verdicts, own, state.stop)
+            # A stop enforce mode does not act on (an observe-only tool caused it, or its streak
+            # ran through observe-only calls) is a would_block at most.
+            enforced = enforcing and tool_enforced and acts
+            if stop is not None and tool_enforced and acts:
                 # An observe-only guard stops the run too: its decisions say what enforce mode
                 # would do, and enforce mode would deny every later call.
                 state.run.denied(proposed, stop[1], stop[2])
+                if state.own is not state.run:
+                    state.own.denied(proposed, stop[1], stop[2])
                 if state.stop is None and stop[1] not in TOOL_LEVEL_KINDS:
                     state.stop = (stop[1], stop[2])
+            warn = _pick_warn(verdicts, own) if stop is None else None
         if stop is not None:
             text = (STOPPED if stopped_earlier else DENIED).format(reason=stop[2])
             return Decision(action=DENY, kind=stop[1], reason=stop[2], message=text, enforced=enforced, ticket=None if enforced else proposed, arguments=arguments)
-        warn = next((v for v in verdicts if v[0] == "warn"), None)
         if warn is not None:
-            return Decision(action=WARN, kind=warn[1], reason=warn[2], message=NUDGE.format(reason=warn[2]), enforced=enforced, ticket=proposed, arguments=arguments)
+            nudged = enforcing and tool_enforced and warn[1]
+            return Decision(action=WARN, kind=warn[0][1], reason=warn[0][2], message=NUDGE.format(reason=warn[0][2]),
+                            enforced=nudged, ticket=proposed, arguments=arguments)
         return Decision(action=ALLOW, kind=None, reason="", message="", enforced=enforced, ticket=proposed, arguments=arguments)
 
-    def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str) -> list[Finding]:
-        """The executed call with its result: this is what later checks judge."""
+    def record(self, decision: Decision, result: Any, ok: bool, *, run_id: str,
+               start_ns: Optional[int] = None, end_ns: Optional[int] = None) -> list[Finding]:
+        """The executed call with its result: this is what later checks judge. Its times, on
+        the guard's clock, default to the check (start) and now (end): the wall-time budget
+        is judged on them, as the processor judges it on the spans' times."""
         if decision.ticket is None:
             return []
         planned = decision.ticket
+        end = self._clock() if end_ns is None else end_ns
         with self._lock:
             state = self._state(run_id)
             state.seq += 1
             # The arguments again (the digest is reused), so side-effecting calls keep their
             # idempotency key and progress rules their cursor.
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
-                          turn=planned.turn, args_digest=planned.action)
-            before = state.run.stopped
-            found = state.run.observe(fingerprint_call(raw, state.fp))
-            after = state.run.stopped
-            if after is not None and after is not before and state.stop is None and _enforced(state, planned.tool):
-                state.stop = (after.kind, after.reason)  # this enforced tool's call stopped the run
+                          turn=planned.turn, args_digest=planned.action,
+                          start_ns=planned.start_ns if start_ns is None else start_ns, end_ns=end)
+            call = fingerprint_call(raw, state.fp)
+            tool_enforced = _enforced(state, planned.tool)
+            before, own_before = state.run.stopped, state.own.stopped
+            found = state.run.observe(call)
+            if state.own is not state.run:
+                if tool_enforced:
+                    state.own.observe(call)
+                else:
+                    state.own.gap()  # an observe-only call: enforced streaks start afresh
+            if state.stop is None:
+                state.stop = _new_stop(state, before, own_before, tool_enforced)
             return found
+
+    def late_warning(self, decision: Decision, found: list[Finding]) -> Optional[Decision]:
+        """A warn the call's own outcome revealed, for a call the check allowed: the wall-time
+        budget's warn level crossed while the call ran (no preview can know how long a call
+        will take). The adapter records it and nudges the result, as for a warn decided
+        before the call: the call the processor marks `would_warn`. None otherwise."""
+        if decision.action != ALLOW:
+            return None
+        late = next((f for f in found if f.kind == "budget" and f.severity == WARN_LEVEL), None)
+        if late is None:
+            return None
+        return dataclasses.replace(decision, action=WARN, kind=late.kind, reason=late.reason,
+                                   message=NUDGE.format(reason=late.reason))
 
     def record_model(self, *, run_id: str, turn: int, input_tokens: int = 0, output_tokens: int = 0,
                      model: Optional[str] = None) -> list[Finding]:
@@ -182,19 +229,74 @@ def _enforced(state: _RunState, tool: str) -> bool:
     return not rule.side_effect or rule.idempotency_key is not None
 
 
-def _pick_stop(verdicts: list[tuple[str, str, str]], enforced_stop: Optional[tuple[str, str]]
-               ) -> tuple[Optional[tuple[str, str, str]], bool, bool]:
-    """The stop to act on, whether it is the run's earlier stop, and whether enforce mode acts
-    on it. The call's own thresholds come first, unless an enforced tool stopped the run: then
-    the run's stop is the reason (a stale count of the pattern that stopped it would mislead,
-    since the denied calls never ran). A run stopped only by an observe-only tool gives a
-    would_block, never a denial of another tool."""
-    own = [v for v in verdicts if v[0] == "stop" and not v[2].startswith(STOPPED_EARLIER)]
-    earlier = [v for v in verdicts if v[0] == "stop" and v[2].startswith(STOPPED_EARLIER)]
+def _mixed(policy: Policy) -> bool:
+    """Whether some tool of the policy is observe-only (tools it does not name are enforced)."""
+    return any(rule.enforce is False or (rule.enforce is None and rule.side_effect and rule.idempotency_key is None)
+               for rule in policy.tools.values())
+
+
+def _new_stop(state: _RunState, before: Optional[Finding], own_before: Optional[Finding],
+              tool_enforced: bool) -> Optional[tuple[str, str]]:
+    """The run-level stop a recorded call brought that enforce mode acts on: a budget used up
+    (whoever used it), else, in a mixed rollout, a stop of the enforced calls' own run (their
+    streaks judged on them alone, even when the run of all calls was stopped earlier by an
+    observe-only tool), else a stop an enforced tool's call caused."""
+    after, own_after = state.run.stopped, state.own.stopped
+    if after is not None and after is not before and after.kind == "budget":
+        return (after.kind, after.reason)
+    if state.own is not state.run:
+        if own_after is not None and own_after is not own_before and own_after.kind != "budget":
+            return (own_after.kind, own_after.reason)
+        return None
+    if tool_enforced and after is not None and after is not before:
+        return (after.kind, after.reason)
+    return None
+
+
+def _is_stop(v: tuple[str, str, str]) -> bool:
+    return v[0] == "stop" and not v[2].startswith(STOPPED_EARLIER)
+
+
+def _is_earlier(v: tuple[str, str, str]) -> bool:
+    return v[0] == "stop" and v[2].startswith(STOPPED_EARLIER)
+
+
+def _acting(verdicts: list[tuple[str, str, str]], own: Optional[list[tuple[str, str, str]]], level: str
+            ) -> list[tuple[str, str, str]]:
+    """The verdicts of `level` enforce mode acts on: every kind from the run of all calls, but
+    the run-level streaks from the enforced calls' own run when the rollout is mixed."""
+    if own is None:
+        return [v for v in verdicts if v[0] == level and not _is_earlier(v)]
+    return ([v for v in verdicts if v[0] == level and not _is_earlier(v) and v[1] not in RUN_STREAKS]
+            + [v for v in own if v[0] == level and not _is_earlier(v) and v[1] in RUN_STREAKS])
+
+
+def _pick_stop(verdicts: list[tuple[str, str, str]], own: Optional[list[tuple[str, str, str]]],
+               enforced_stop: Optional[tuple[str, str]]) -> tuple[Optional[tuple[str, str, str]], bool, bool]:
+    """The stop to report, whether it is the run's earlier stop, and whether enforce mode acts
+    on it. An earlier stop enforce mode acts on comes first (a stale count of the pattern that
+    stopped it would mislead, since the denied calls never ran), then the call's own
+    thresholds. A stop enforce mode does not act on (caused by an observe-only tool, or a
+    run-level streak through observe-only calls) gives a would_block, never a denial."""
+    earlier = [v for v in verdicts if _is_earlier(v)] + [v for v in own or () if _is_earlier(v)]
     if earlier and enforced_stop is not None:
         return ("stop", enforced_stop[0], f"{STOPPED_EARLIER}{enforced_stop[1]}"), True, True
-    if own:
-        return own[0], False, True
+    acting = _acting(verdicts, own, "stop")
+    if acting:
+        return acting[0], False, True
+    fresh = [v for v in verdicts if _is_stop(v)]
+    if fresh:
+        return fresh[0], False, False
     if earlier:
         return earlier[-1], True, False
     return None, False, True
+
+
+def _pick_warn(verdicts: list[tuple[str, str, str]], own: Optional[list[tuple[str, str, str]]]
+               ) -> Optional[tuple[tuple[str, str, str], bool]]:
+    """The warning to report, and whether enforce mode nudges with it (as for stops)."""
+    acting = _acting(verdicts, own, "warn")
+    if acting:
+        return acting[0], True
+    observed = next((v for v in verdicts if v[0] == "warn"), None)
+    return (observed, False) if observed is not None else None

@@ -72,7 +72,7 @@ from opentelemetry import trace
 from ..bounded import BoundedMap
 from ..conventions.handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
 from ..conventions.spec import LANGGRAPH_HANDOFF
-from .decorator import nudge, record_decision, scoped_run_id
+from .decorator import late_warning, nudge, record_decision, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 from .termination import record_termination
 
@@ -235,7 +235,9 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             self.guard.record(decision, update if update is not None else repr(result), True, run_id=run_id)
             return result
         else:
-            self.guard.record(decision, message.content, message.status != "error", run_id=run_id)
+            found = self.guard.record(decision, message.content, message.status != "error", run_id=run_id)
+            # A warn the call's own wall time revealed: nudged like one decided before the call.
+            decision = late_warning(self.guard, decision, found, str(request.tool_call.get("name") or ""), ask.span)
         if message is None or decision.action != WARN or not decision.enforced:
             return result  # an observe-only tool never changes what the model reads
         return _replace_message(result, message, _nudged(message, decision.message))

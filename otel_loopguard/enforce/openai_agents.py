@@ -54,7 +54,7 @@ from opentelemetry import trace
 
 from ..bounded import BoundedMap
 from ..conventions.handoffs import TO, handoff_arguments, handoff_name
-from .decorator import nudge, record_decision, run_scope, scoped_run_id
+from .decorator import late_warning, nudge, record_decision, run_scope, scoped_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard, Stop
 from .termination import record_termination
 
@@ -138,7 +138,9 @@ class LoopguardGuardrails:
         pending: Optional[_Pending] = getattr(data.context, _PENDING, None)
         if pending is not None and not pending.recorded:
             pending.recorded = True
-            self.guard.record(pending.decision, data.output, not _failed(data), run_id=pending.run_id)
+            found = self.guard.record(pending.decision, data.output, not _failed(data), run_id=pending.run_id)
+            # A warn the call's own wall time revealed: the nudge guardrail (last) applies it.
+            pending.decision = late_warning(self.guard, pending.decision, found, data.context.tool_name)
         return ToolGuardrailFunctionOutput.allow()
 
     def _nudge(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:

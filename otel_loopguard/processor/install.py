@@ -3,7 +3,9 @@
 It finds the global SDK TracerProvider (or creates one that exports over OTLP
 per the standard OTEL_EXPORTER_OTLP_* settings), puts the loop guard in front of
 the span processors it already has (and any added later), and returns a handle.
-Calling it again returns the same handle.
+Calling it again returns the same handle, unless it asks for other settings: that is an
+error (a second call must not silently keep the first one's mode). `handle.shutdown()` takes
+the loop guard out and gives the provider its processors back; install() then starts anew.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -22,8 +24,8 @@ from ..errors import LoopguardError
 from ..canon import load_key
 from ..mode import note_installed
 from ..policy_source import PolicySource
-from .config import ProcessorConfig, resolve
-from .sdk_shape import grpc_endpoint, route_span_processors, take_span_processors
+from .config import ProcessorConfig, ProcessorConfigError, resolve
+from .sdk_shape import grpc_endpoint, replace_span_processor, route_span_processors, take_span_processors
 from .span_processor import LoopguardSpanProcessor
 from .tagger import Tagger
 
@@ -39,10 +41,20 @@ class LoopguardHandle:
     key_id: str
     processor: LoopguardSpanProcessor
     provider: TracerProvider
+    # The arguments install() was given (None: not given), which a second install() must match.
+    asked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    config: ProcessorConfig = field(default_factory=ProcessorConfig, repr=False, compare=False)  # as resolved
 
     def shutdown(self) -> None:
-        """Flush and stop; the provider's own shutdown does the same."""
-        self.processor.shutdown()
+        """Take otel-loopguard out of the provider: tag and hand on what it holds, stop its
+        worker, flush the provider's processors and give them back (they go on exporting,
+        untagged); guards stop following its mode. install() afterwards starts anew. The
+        provider's own shutdown shuts everything down, exporters included."""
+        with _lock:
+            self.processor.detach()
+            _give_back(self.provider, self.processor)
+            if getattr(self.provider, _HANDLE_ATTR, None) is self:
+                delattr(self.provider, _HANDLE_ATTR)
 
 
 def build_tagger(
@@ -71,13 +83,19 @@ def install(
     config = resolve(
         {"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes}
     )
+    asked = {"mode": mode, "redact": redact, "policy": None if policy is None else os.fspath(policy),
+             "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes}
     with _lock:
         provider = tracer_provider or _global_provider()
         existing = getattr(provider, _HANDLE_ATTR, None)
-        if existing is not None:
+        if existing is not None and not existing.processor.stopped:
+            _check_same(existing, asked, key, key_file)
             return existing
         tagger = build_tagger(config, key=key, key_file=key_file)
         taken = take_span_processors(provider)
+        if existing is not None:  # the provider's shutdown stopped it: wrap what it wrapped
+            stopped: LoopguardSpanProcessor = existing.processor
+            taken = [q for p in taken for q in (stopped.delegates if p is stopped else (p,))]
         if not taken:  # processors added later are handed tagged spans too; until then none leave
             _log.warning("otel-loopguard: the tracer provider has no span processor yet, so no exporter is "
                          "configured: tagged spans go nowhere until one is added (docs/processor.md)")
@@ -86,10 +104,44 @@ def install(
         if mode is not None:  # guards without a mode of their own follow it (mode.py)
             processor.on_shutdown(note_installed(config.mode))
         _wrap_future_processors(provider, processor)
-        handle = LoopguardHandle(mode=config.mode, key_id=tagger.key_id, processor=processor, provider=provider)
+        handle = LoopguardHandle(mode=config.mode, key_id=tagger.key_id, processor=processor, provider=provider,
+                                 asked=asked, config=config)
         setattr(provider, _HANDLE_ATTR, handle)
     _log.info("otel-loopguard installed: mode %s, key id %s", config.mode, tagger.key_id)
     return handle
+
+
+def _check_same(existing: LoopguardHandle, asked: dict[str, Any], key: Optional[bytes | str],
+                key_file: Optional[str]) -> None:
+    """A second install() on a provider that has one running: the same handle, unless this call
+    asks for a setting the running one was not given. Then an error: keeping the first one's
+    mode silently would leave guards enforcing after an install(mode="observe")."""
+    installed = existing.config
+    differ = []
+    for name, value in asked.items():
+        if value is None or (value == getattr(installed, name) and (name != "mode" or existing.asked.get("mode"))):
+            continue
+        differ.append(f"{name}={value!r} (installed: {getattr(installed, name)!r}"
+                      f"{'' if name != 'mode' or existing.asked.get('mode') else ', not given to install()'})")
+    if key or key_file:
+        key_id = load_key(key=key, key_file=key_file).key_id
+        if key_id != existing.key_id:
+            differ.append(f"a key with key id {key_id} (installed: {existing.key_id})")
+    if differ:
+        raise ProcessorConfigError(
+            "install(): otel-loopguard is already installed on this tracer provider, and this call asks for "
+            f"{', '.join(differ)}; a second install() changes nothing. To stop enforcing at runtime call "
+            "otel_loopguard.set_mode('observe'); to install with other settings, call shutdown() on the "
+            "installed handle first (docs/processor.md)")
+
+
+def _give_back(provider: TracerProvider, processor: LoopguardSpanProcessor) -> None:
+    """The provider's span processors as they were before install() (and those added since)."""
+    try:
+        replace_span_processor(provider, processor, processor.delegates)
+    except Exception:  # a provider of another shape: nothing of ours to take out
+        _log.warning("otel-loopguard: could not give the tracer provider its span processors back")
+    provider.__dict__.pop("add_span_processor", None)  # the SDK's own method again
 
 
 def _warn_if_around_a_receiver(processors: list[SpanProcessor]) -> None:

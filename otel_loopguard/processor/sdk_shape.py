@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
@@ -119,6 +119,15 @@ def route_span_processors(provider: TracerProvider, only: SpanProcessor) -> None
     multi = _multi(provider)
     with multi._lock:  # noqa: SLF001
         multi._span_processors = (only,)  # noqa: SLF001
+
+
+def replace_span_processor(provider: TracerProvider, ours: SpanProcessor, by: Sequence[SpanProcessor]) -> None:
+    """Put `by` where `ours` is among the provider's span processors (none when it is not)."""
+    multi = _multi(provider)
+    with multi._lock:  # noqa: SLF001
+        current = multi._span_processors  # noqa: SLF001
+        if ours in current:
+            multi._span_processors = tuple(q for p in current for q in (by if p is ours else (p,)))  # noqa: SLF001
 
 
 def span_processors(provider: Any) -> tuple[Any, ...]:

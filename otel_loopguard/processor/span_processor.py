@@ -282,9 +282,35 @@ class LoopguardSpanProcessor(SpanProcessor):
                 elif item is not _STOP:
                     self._hand_on(self._untagged(item))
 
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
     def shutdown(self) -> None:
-        if self._stopped:
+        """The provider's shutdown: stop tagging, then shut the wrapped processors down."""
+        if not self._stop_tagging():
             return
+        for delegate in self._delegates:
+            try:
+                delegate.shutdown()
+            except Exception:  # one failing must not leave the others (and their exporters) open
+                _log.exception("otel-loopguard: a wrapped processor failed to shut down; the others are shut down")
+
+    def detach(self) -> None:
+        """Stop tagging and flush the wrapped processors, leaving them running: the handle's
+        shutdown gives them back to the provider (install.py), which goes on exporting."""
+        if not self._stop_tagging():
+            return
+        for delegate in self._delegates:
+            try:
+                delegate.force_flush()
+            except Exception:  # never into the application
+                _log.exception("otel-loopguard: a wrapped processor failed to flush; the others are flushed")
+
+    def _stop_tagging(self) -> bool:
+        """Tag and hand on what is queued, stop the worker; False when already stopped."""
+        if self._stopped:
+            return False
         self._drain(30.0)
         self._stopped = True
         for hook in self._shutdown_hooks:
@@ -295,8 +321,4 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._enqueue(_STOP)
         self._worker.join(30.0)
         self._sweep()  # spans that ended while stopping
-        for delegate in self._delegates:
-            try:
-                delegate.shutdown()
-            except Exception:  # one failing must not leave the others (and their exporters) open
-                _log.exception("otel-loopguard: a wrapped processor failed to shut down; the others are shut down")
+        return True

@@ -69,7 +69,11 @@ class GuardTrail:
 
     def note_event(self, position: float, kind: Optional[str], dispatched: bool, executed_after: int) -> None:
         """A guard decision known only by its time (a span event), counted against the
-        calls that started after it. The earliest decision is the one the score reports."""
+        calls that started after it. The earliest decision is the one the score reports.
+        An event whose call was dispatched is an observe-mode record (`would_block`): what
+        enforce mode would have done, not a decision of the guard (docs/scoring.md)."""
+        if dispatched:
+            return
         if self.seq is None or position < self.seq:
             self.seq, self.kind, self.dispatched = position, kind or "repeat", dispatched
         # A later run-level decision counts no more calls than the earliest; a cap's counts
@@ -159,10 +163,13 @@ def next_seq_after(seqs: list[int]) -> Callable[[int], int]:
 def _guard_notes(records: list[RawCall], events: list[GuardEvent]) -> list[tuple[float, str, bool, Optional[str]]]:
     """Records and guard events in run order. An event sits after the calls that started
     before it: position s + 0.5 is "in place of the call after call s", where s is the
-    sequence number of the last of them (their count, when the numbering is dense)."""
+    sequence number of the last of them (their count, when the numbering is dense). Events of
+    calls that were dispatched (`would_block`, observe mode) are not guard decisions: left out."""
     notes: list[tuple[float, str, bool, Optional[str]]] = [(r.seq, r.tool, r.dispatched, r.guard) for r in records]
     seqs = sorted(r.seq for r in records)
     for e in events:
+        if e.dispatched:
+            continue
         before = sum(1 for r in records if r.start_ns is not None and r.start_ns <= e.time_ns)
         notes.append(((seqs[before - 1] if before else 0) + 0.5, e.tool or "", e.dispatched, e.kind or "repeat"))
     return sorted(notes, key=lambda n: n[0])

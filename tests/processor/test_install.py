@@ -45,8 +45,10 @@ def _free_port() -> int:
 def test_install_is_idempotent_and_tags_once(stack: Stack) -> None:
     first = stack.handle
     again = install(tracer_provider=stack.tp, key=KEY)
-    other_args = install(tracer_provider=stack.tp, key="another-key-0123456789", mode="enforce", redact=True)
-    assert again is first and other_args is first
+    assert again is first
+    # Other settings are refused, not silently ignored (tests/processor/test_reinstall.py).
+    with pytest.raises(ProcessorConfigError, match="already installed"):
+        install(tracer_provider=stack.tp, key="another-key-0123456789", mode="enforce", redact=True)
     assert isinstance(first, LoopguardHandle) and len(_guards(stack.tp)) == 1
     emit_turn(stack.tracer, "genai_tool")
     [tool] = stack.tool_spans()

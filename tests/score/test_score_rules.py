@@ -92,10 +92,13 @@ def test_the_earliest_guard_event_wins_and_a_tie_keeps_the_first() -> None:
     assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (3.5, "repeat", False, 2)
     # The same place: the first decision stays; the calls run after are the most any counted (a
     # cap's decision counts only its tool's calls, so a run-level one at its place may count more).
-    trail.note_event(3.5, "cycle", True, 7)
+    trail.note_event(3.5, "cycle", False, 7)
     assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (3.5, "repeat", False, 7)
-    trail.note_event(1.5, "cycle", True, 4)  # earlier: replaces the decision, keeps the count
-    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (1.5, "cycle", True, 7)
+    trail.note_event(1.5, "cycle", False, 4)  # earlier: replaces the decision, keeps the count
+    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (1.5, "cycle", False, 7)
+    # An observe-mode record (the call was dispatched: would_block) is no decision at all.
+    trail.note_event(0.5, "cycle", True, 9)
+    assert (trail.seq, trail.kind, trail.dispatched, trail.executed_after) == (1.5, "cycle", False, 7)
 
 
 def _scored(calls: list, events: list[GuardEvent] = (), policy: Any = None, **run: Any) -> dict:
