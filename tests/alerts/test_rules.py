@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from live import ROOT
-from otel_loopguard.receiver.metrics import HELP, PREFIX
+from otel_loopguard.receiver.ops.metrics import HELP, PREFIX
 
 from .prometheus import DASHBOARD, RULES, UNIT_TESTS, dashboard_exprs, promtool
 
