@@ -15,7 +15,7 @@ already used for other rules is refused (a file without `version:` gets a conten
 A new policy judges the runs opened after it; an open run keeps the fingerprinter it
 started with, so no run is judged half by one policy and half by another, and the
 `loopguard.policy.version` of each finding names the policy that judged it (the receiver
-does the same, receiver/reload.py).
+does the same, receiver/serve/reload.py).
 """
 
 from __future__ import annotations

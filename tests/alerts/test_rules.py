@@ -1,7 +1,7 @@
 """alerts/: the Prometheus rules and the Grafana dashboard, checked against what the receiver exports.
 
 Without a process: every metric and label the rules and the dashboard name is one the receiver
-really exports (otel_loopguard/receiver/metrics.py, and the labels its counters are given), the
+really exports (otel_loopguard/receiver/ops/metrics.py, and the labels its counters are given), the
 waste alert is a comment until `loop_wasted_*` exists, every alert has a unit test that fires it
 and one where it stays quiet, and a section in docs/alerts.md.
 With Debian's promtool (marked real): `promtool check rules` passes, the unit tests
