@@ -16,6 +16,7 @@ acknowledging the path it was given), counted apart and never new.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Optional
 
 from ..conventions.failures import EXIT_STATUS_KEYS
@@ -33,6 +34,10 @@ ACK_WORDS = frozenset({"ok", "okay", "success", "successful", "succeeded", "done
                        "completed", "completed successfully", "no output", "(no output)", "command completed", "0"})
 
 _ACK_OR_EMPTY = ACK_WORDS | {""}
+# A number under such a key is a clock reading (how long it took, when), never what was asked for:
+# `elapsed_ms`, `durationMs`, `took`, `latency_s`, `timestamp`.
+_CLOCK_KEY = re.compile(r"(?i)(?:^|_|(?<=[a-z]))(?:elapsed|duration|took|latency|runtime|time_?taken|timestamp|"
+                        r"started_?at|ended_?at)(?:_?(?:ms|us|ns|s|sec|secs|seconds|millis))?$")
 _LONGEST_ACK = max(map(len, ACK_WORDS))
 
 
@@ -167,8 +172,8 @@ def _object(obj: dict[str, Any], rule: EquivalenceRule, echo: Echo, out: Items, 
             _object(v, rule, echo, out, depth + 1)
         elif isinstance(v, str) and "\n" in v:
             _lines(v, echo, out)
-        elif key in EXIT_STATUS_KEYS:
-            continue  # the process's status, read as a failure or not (conventions/failures.py): no content
+        elif key in EXIT_STATUS_KEYS or (_CLOCK_KEY.search(key) and isinstance(v, (int, float))):
+            continue  # the process's status (read as a failure or not) or a clock reading: no content
         elif not _trivial(v):
             text = noise(v.strip()) if isinstance(v, str) else noise(_json(v))
             if echo.has(text):
