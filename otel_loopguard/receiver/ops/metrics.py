@@ -20,6 +20,7 @@ HELP = {
     "spans_rejected_total": "Spans rejected as invalid (bad ids); reported as partial success.",
     "spans_rejected_downstream_total": "Forwarded spans the downstream refused in a partial success (passed back to the sender).",
     "duplicates_total": "Re-delivered spans dropped by (trace id, span id).",
+    "spans_waited_total": "Copies of spans another request was delivering, held until it settled (then a duplicate, or delivered if it failed).",
     "conflicts_total": "Different spans under an id already seen; the later one is dropped.",
     "dedupe_evictions_total": "Dedupe entries evicted by size or age.",
     "findings_total": "Findings emitted, by kind and tool.",
