@@ -16,7 +16,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_loopguard.calls import ModelCall
 from otel_loopguard.receiver.runs import late
 
-from .test_run_assembler import GRACE, LATE, MS, STEP, T0, TRACE, TRACE_2, Rig, attrs, decoded, finding_kinds, root
+from .test_run_assembler import GRACE, IDLE, LATE, MS, STEP, T0, TRACE, TRACE_2, Rig, attrs, decoded, finding_kinds, root
 from .test_run_assembler import sid, summaries, tool
 
 
@@ -213,3 +213,21 @@ def test_verdicts_go_after_the_late_cache_and_the_run_id_opens_a_new_run() -> No
     assert len(rig.assembler._late) == 0 and rig.assembler._late.entries == 0  # noqa: SLF001
     rig.accept(tool(3))
     assert list(rig.assembler.runs) == [TRACE.hex()] and rig.count("late_spans_total") == 0
+
+
+def test_a_late_call_of_a_conversations_earlier_run_revises_that_run_not_the_later_one() -> None:
+    """A conversation completes several runs of one id: a late call belongs to the run that
+    covered its trace."""
+    rig = Rig()
+    rig.clock.now = 100.0
+    for seq in (1, 2):
+        rig.accept(tool(seq, run_id="conv-1"))
+    (first,) = summaries(rig.at(100.0 + IDLE))
+    rig.clock.now = 140.0
+    rig.accept(tool(3, trace=TRACE_2, run_id="conv-1", args={"q": "other"}))
+    (second,) = summaries(rig.at(140.0 + IDLE))
+    _late(rig, tool(3, run_id="conv-1", span=sid(99)), at=175.0)
+    out = rig.at(175.0 + GRACE)
+    assert finding_kinds(out) == [("repeat", "warn")]
+    (revised,) = summaries(out)
+    assert _revision(revised) == (2, first.span_id.hex(), 1) and revised.trace_id == TRACE

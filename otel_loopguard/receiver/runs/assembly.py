@@ -64,7 +64,10 @@ class RunAssembler:
         # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
         # judged; another run sharing the trace is not affected), and where each run's
         # sequence stopped (a conversation may resume in a new trace).
-        self._completed_traces: BoundedMap[tuple[str, bytes], float] = BoundedMap(min(config.late_cache_size, side))
+        # The value: when the run completed, and its verdict's key in the late runs (0: none).
+        self._completed_traces: BoundedMap[tuple[str, bytes], tuple[float, int]] = BoundedMap(
+            min(config.late_cache_size, side))
+        self._verdicts_made = 0  # keys of the late runs' verdicts: a conversation completes several runs
         self._completed: BoundedMap[str, int] = BoundedMap(min(config.late_cache_size, side))
         # Keyed by trace id + span id: span ids need only be unique within their trace.
         self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
@@ -156,11 +159,14 @@ class RunAssembler:
     def _late_input(self, d: Decoded, now: float) -> None:
         """A span of a run judged already: kept to judge the run again with it (late.py)."""
         assert d.run_id is not None
-        verdict = self._late.get(d.run_id)
+        done = self._completed_traces.get((d.run_id, d.trace_id))
+        verdict = self._late.get(done[1]) if done else None
         if verdict is None:  # forgotten (the bound), or judged before a restart: it can be marked only
+            verdict = self._late.get((d.run_id, d.trace_id))
+        if verdict is None:
             root = self._roots.get(d.trace_id)
-            verdict = Verdict(run_id=d.run_id, completed_at=now, fp=self._fp, first_trace=d.trace_id.hex(),
-                              roots={d.trace_id.hex(): root[0]} if root else {})
+            verdict = Verdict(key=(d.run_id, d.trace_id), run_id=d.run_id, completed_at=now, fp=self._fp,
+                              first_trace=d.trace_id.hex(), roots={d.trace_id.hex(): root[0]} if root else {})
             self._late.add(verdict)
         ops: list[Op] = []
         if d.call is not None:
@@ -219,7 +225,7 @@ class RunAssembler:
         no use any more. Without this, the side tables filled by a burst would stay full (and
         the memory around their entries resident) until new traffic pushed them out."""
         horizon = self._config.late_cache_seconds
-        self._completed_traces.drop_stale(lambda at: now - at >= horizon)
+        self._completed_traces.drop_stale(lambda done: now - done[0] >= horizon)
         self._roots.drop_stale(lambda root: now - root[1] >= horizon)
         self._spans_seen.drop_stale(lambda times: now - times[2] >= horizon)
         self._late.drop_stale(now)
@@ -244,14 +250,14 @@ class RunAssembler:
         """The completed runs remembered for late spans, with ages, oldest first (snapshot.py)."""
         traces = self._completed_traces.items()
         return {"runs": [[run_id, seq] for run_id, seq in self._completed.items()],
-                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in traces]}
+                "traces": [[run_id, trace.hex(), max(0.0, now - done[0])] for (run_id, trace), done in traces]}
 
     def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]],
                            now: float) -> None:
         for run_id, seq in runs:
             self._completed.put(run_id, seq)
         for run_id, trace, age in traces:
-            self._completed_traces.put((run_id, trace), now - age)
+            self._completed_traces.put((run_id, trace), (now - age, 0))  # judged there: its inputs are not here
 
     def release_for_snapshot(self) -> list[RunBuffer]:
         """At shutdown: the open runs a snapshot can carry to the next process (their inputs
@@ -303,8 +309,8 @@ class RunAssembler:
 
     # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
-        completed_at = self._completed_traces.get((run_id, trace_id))
-        if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
+        done = self._completed_traces.get((run_id, trace_id))
+        if done is not None and now - done[0] < self._config.late_cache_seconds:
             return None  # late: a span of a trace a completed run covered
         buffer = self.runs.get(run_id)
         if buffer is None:
@@ -377,8 +383,9 @@ class RunAssembler:
                 if not trace_runs:
                     del self._trace_runs[trace]
         now = self._clock()
+        self._verdicts_made += 1
         for trace in buffer.traces:
-            self._completed_traces.put((run_id, trace), now)
+            self._completed_traces.put((run_id, trace), (now, self._verdicts_made))
         self._completed.put(run_id, buffer.next_seq)
         self._metrics.set_gauge("runs_open", len(self.runs))
         self._metrics.inc("runs_completed_total")
@@ -387,16 +394,14 @@ class RunAssembler:
         summary = self._summary(buffer) if buffer.tool_calls_seen else None
         if summary is not None:
             out.append(summary)
-        earlier = self._late.get(run_id)  # a conversation's earlier run, its late calls not judged yet
-        if earlier is not None and earlier.due is not None:
-            out += self._revise(earlier)
         self._late.add(self._verdict(buffer, summary, now, revisable=not (broken or buffer.shed)))
         return out
 
     def _verdict(self, buffer: RunBuffer, summary: Optional[Span], now: float, revisable: bool) -> Verdict:
         """What a completed run keeps for its late calls: its inputs when it can be judged again."""
         revisable = revisable and buffer.journal is not None and buffer.emitted is not None
-        return Verdict(run_id=buffer.run_id, completed_at=now, fp=buffer.fingerprinter, first_seq=buffer.first_seq,
+        return Verdict(key=self._verdicts_made, run_id=buffer.run_id, completed_at=now, fp=buffer.fingerprinter,
+                       first_seq=buffer.first_seq,
                        dense_seq=self._config.dense_seq, journal=buffer.journal if revisable else None,
                        emitted=buffer.emitted if revisable else None, noted=tuple(buffer.noted) if revisable else (),
                        roots=buffer.roots, agents=tuple(buffer.agents) if revisable else (),

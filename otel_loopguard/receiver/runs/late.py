@@ -19,7 +19,7 @@ amortised per input: each entry is added once and dropped once.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Optional
+from typing import Any, Hashable, Optional
 
 from ...findings import Finding
 from ...fingerprint import Fingerprinter
@@ -42,15 +42,18 @@ def finding_key(f: Finding) -> int:
 class Verdict:
     """A completed run as its late calls need it: how to judge it again and what was said."""
 
-    __slots__ = ("run_id", "completed_at", "fp", "first_seq", "dense_seq", "journal", "emitted", "noted",
+    __slots__ = ("key", "run_id", "completed_at", "fp", "first_seq", "dense_seq", "journal", "emitted", "noted",
                  "roots", "agents", "first_trace", "clock_skew", "summary_id", "summaries", "late_calls",
                  "late", "pending_calls", "due", "partial")
 
-    def __init__(self, *, run_id: str, completed_at: float, fp: Fingerprinter, first_seq: int = 1,
+    def __init__(self, *, key: Hashable, run_id: str, completed_at: float, fp: Fingerprinter, first_seq: int = 1,
                  dense_seq: bool = False, journal: Optional[list[Op]] = None, emitted: Optional[set[int]] = None,
                  noted: tuple[Finding, ...] = (), roots: Optional[dict[str, str]] = None,
                  agents: tuple[tuple[int, str], ...] = (), first_trace: Optional[str] = None,
                  clock_skew: bool = False, summary_id: Optional[bytes] = None):
+        # One completion of a run (a conversation completes several runs of one id); a run known
+        # only from its trace (judged before a restart, or forgotten): (run id, trace id).
+        self.key = key
         self.run_id = run_id
         self.completed_at = completed_at
         self.fp = fp  # the policy and key the run was judged with (a reload does not change them)
@@ -80,19 +83,19 @@ class LateRuns:
     """The verdicts of completed runs, oldest first, with the late inputs waiting for each."""
 
     def __init__(self, *, max_runs: int, max_entries: int, seconds: float):
-        self._verdicts: dict[str, Verdict] = {}  # insertion order: completion order
+        self._verdicts: dict[Hashable, Verdict] = {}  # insertion order: completion order
         self._journaled: deque[Verdict] = deque()  # verdicts holding a journal, oldest first
-        self._waiting: dict[str, Verdict] = {}  # verdicts with late inputs to judge
+        self._waiting: dict[Hashable, Verdict] = {}  # verdicts with late inputs to judge
         self._max_runs = max_runs
         self._max_entries = max_entries
         self._seconds = seconds
         self.entries = 0  # journal entries and late inputs held, over all verdicts
 
     def add(self, verdict: Verdict) -> None:
-        old = self._verdicts.pop(verdict.run_id, None)
+        old = self._verdicts.pop(verdict.key, None)
         if old is not None:
             self._forget(old)
-        self._verdicts[verdict.run_id] = verdict
+        self._verdicts[verdict.key] = verdict
         self.entries += verdict.size
         if verdict.journal is not None:
             self._journaled.append(verdict)
@@ -100,8 +103,8 @@ class LateRuns:
             self._forget(self._verdicts.pop(next(iter(self._verdicts))))
         self._trim_journals()
 
-    def get(self, run_id: str) -> Optional[Verdict]:
-        return self._verdicts.get(run_id)
+    def get(self, key: Hashable) -> Optional[Verdict]:
+        return self._verdicts.get(key)
 
     def note(self, verdict: Verdict, ops: list[Op], calls: int, due: float) -> None:
         """Late inputs of a run: judged together once root_grace_seconds passed after the first."""
@@ -115,14 +118,14 @@ class LateRuns:
             self.entries += len(ops)
         if verdict.due is None:
             verdict.due = due
-            self._waiting[verdict.run_id] = verdict
+            self._waiting[verdict.key] = verdict
         self._trim_journals()
 
     def due(self, now: float) -> list[Verdict]:
         """The verdicts whose late inputs are to be judged now (all of them at `now` = inf)."""
         ready = [v for v in self._waiting.values() if v.due is not None and v.due <= now]
         for v in ready:
-            del self._waiting[v.run_id]
+            del self._waiting[v.key]
         return ready
 
     def taken(self, verdict: Verdict) -> tuple[list[Op], int]:
@@ -146,7 +149,7 @@ class LateRuns:
             oldest = next(iter(self._verdicts.values()))
             if now - oldest.completed_at < self._seconds:
                 break
-            self._forget(self._verdicts.pop(oldest.run_id))
+            self._forget(self._verdicts.pop(oldest.key))
         self._trim_journals()
 
     def __len__(self) -> int:
@@ -165,7 +168,7 @@ class LateRuns:
     def _forget(self, verdict: Verdict) -> None:
         self.entries -= verdict.size
         verdict.journal, verdict.late = None, []
-        self._waiting.pop(verdict.run_id, None)
+        self._waiting.pop(verdict.key, None)
 
     def _drop_journal(self, verdict: Verdict) -> None:
         self.entries -= verdict.size
