@@ -26,7 +26,7 @@ from ..ingest.decode import Decoded
 from ..ops.metrics import Metrics
 from .restart import CUT_AT_SHUTDOWN, RestartRule
 from .buffer import MAX_KEPT_FINDINGS, RunBuffer, journal_call
-from .late import ENTRY_COST, MAX_REVISIONS, VERDICT_COST, LateRuns, Op, Verdict, finding_key
+from .late import ENTRY_COST, MAX_REVISIONS, VERDICT_COST, Inputs, LateRuns, Op, Verdict, finding_key
 
 _log = logging.getLogger("otel_loopguard.receiver")
 MAX_ROOTS = 100_000
@@ -166,7 +166,7 @@ class RunAssembler:
         if verdict is None:
             root = self._roots.get(d.trace_id)
             verdict = Verdict(key=(d.run_id, d.trace_id), run_id=d.run_id, completed_at=now, fp=self._fp,
-                              first_trace=d.trace_id.hex(), roots={d.trace_id.hex(): root[0]} if root else {})
+                              first_trace=d.trace_id.hex(), first_root=root[0] if root else None)
             self._late.add(verdict)
         ops: list[Op] = []
         if d.call is not None:
@@ -399,14 +399,14 @@ class RunAssembler:
 
     def _verdict(self, buffer: RunBuffer, summary: Optional[Span], now: float, revisable: bool) -> Verdict:
         """What a completed run keeps for its late calls: its inputs when it can be judged again."""
-        revisable = revisable and buffer.journal is not None and buffer.emitted is not None
+        inputs = None
+        if revisable and buffer.journal is not None and buffer.emitted is not None:
+            inputs = Inputs(buffer.journal, buffer.emitted, tuple(buffer.noted), tuple(buffer.agents), buffer.roots)
+        first_trace = buffer.first_trace
         return Verdict(key=self._verdicts_made, run_id=buffer.run_id, completed_at=now, fp=buffer.fingerprinter,
-                       first_seq=buffer.first_seq,
-                       dense_seq=self._config.dense_seq, journal=buffer.journal if revisable else None,
-                       emitted=buffer.emitted if revisable else None, noted=tuple(buffer.noted) if revisable else (),
-                       roots=buffer.roots, agents=tuple(buffer.agents) if revisable else (),
-                       first_trace=buffer.first_trace, clock_skew=buffer.clock_skew,
-                       summary_id=summary.span_id if summary is not None else None)
+                       first_seq=buffer.first_seq, dense_seq=self._config.dense_seq, journal=inputs,
+                       first_trace=first_trace, first_root=buffer.roots.get(first_trace) if first_trace else None,
+                       clock_skew=buffer.clock_skew, summary_id=summary.span_id if summary is not None else None)
 
     # -- late calls (late.py) ----------------------------------------------------------
     def _judge_late(self, now: float) -> list[Span]:
@@ -426,7 +426,8 @@ class RunAssembler:
         ops, calls = self._late.taken(verdict)
         if not calls:
             if verdict.journal is not None and ops:
-                self._late.rejournal(verdict, verdict.journal + ops)
+                journal, emitted, noted, agents, roots = verdict.journal.unpacked()
+                self._late.rejournal(verdict, Inputs(journal + ops, emitted, noted, agents, roots))
             return []
         verdict.late_calls += calls
         if verdict.journal is not None and verdict.summaries <= MAX_REVISIONS:
@@ -435,22 +436,23 @@ class RunAssembler:
 
     def _rejudged(self, verdict: Verdict, ops: list[Op]) -> list[Span]:
         """The run judged again from all its inputs: the findings not sent before, then a summary."""
-        assert verdict.journal is not None and verdict.emitted is not None
+        assert verdict.journal is not None
+        journal, emitted, noted, agents, roots = verdict.journal.unpacked()
         now = self._clock()
         buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=now, first_seq=verdict.first_seq,
                            dense_seq=verdict.dense_seq)
-        buffer.roots.update(verdict.roots)
-        buffer.agents = list(verdict.agents)
+        buffer.roots.update(roots)
+        buffer.agents = list(agents)
         buffer.clock_skew = verdict.clock_skew
         buffer.emitted = None  # the verdict's keys say what was sent
-        journal = [op for op in verdict.journal if op[0] != "gap"] + ops
+        journal = [op for op in journal if op[0] != "gap"] + ops
         new: list[Finding] = []
-        for f in buffer.rejudge(journal, verdict.noted, now):
+        for f in buffer.rejudge(journal, noted, now):
             key = finding_key(f)
-            if key not in verdict.emitted:
-                verdict.emitted.add(key)
+            if key not in emitted:
+                emitted.add(key)
                 new.append(f)
-        self._late.rejournal(verdict, journal)
+        self._late.rejournal(verdict, Inputs(journal, emitted, noted, agents, roots))
         return self._emit(buffer, new) + [self._resummarised(verdict, buffer)]
 
     def _resummarised(self, verdict: Verdict, buffer: RunBuffer) -> Span:
@@ -474,7 +476,8 @@ class RunAssembler:
         verdict.partial = True
         self._metrics.inc("runs_marked_partial_total")
         buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=self._clock())
-        buffer.roots.update(verdict.roots)
+        if verdict.first_trace and verdict.first_root:
+            buffer.roots[verdict.first_trace] = verdict.first_root
         buffer.first_trace = verdict.first_trace
         where = self._fallback(buffer)
         reason = (f"{verdict.late_calls} tool calls arrived after the run was judged, past what this receiver keeps to "

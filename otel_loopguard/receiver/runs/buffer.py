@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import replace
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from ...bounded import BoundedMap
 from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
@@ -71,11 +71,16 @@ def _arguments_text(arguments: Any) -> Optional[str]:
         return None
 
 
+# Shared by every journalled call, never written: only its numbering and guard facts are read
+# (an empty dict of its own per call would cost more than the facts).
+_NO_IDENTITY: Mapping[str, Any] = {}
+
+
 def _without_payload(raw: RawCall) -> RawCall:
     """What _place reads of a call besides its ToolCall: numbering, guard facts, ids."""
     return RawCall(seq=raw.seq, tool=raw.tool, ok=raw.ok, finished=raw.finished, span_id=raw.span_id,
                    dispatched=raw.dispatched, guard=raw.guard, key_id=raw.key_id, trace_id=raw.trace_id,
-                   seq_dense=raw.seq_dense)
+                   seq_dense=raw.seq_dense, identity=_NO_IDENTITY)
 
 
 def journal_call(raw: RawCall, fp: Fingerprinter) -> tuple[Any, ...]:

@@ -6,7 +6,9 @@ draining). Such late inputs wait here, per run, until none has come for root_gra
 then the run is judged again from all its inputs (assembly.py): findings the late calls
 complete are emitted, never one emitted before, and the summary is issued again as a
 revision of the first. What a run keeps for this is the journal a snapshot saves (buffer.py):
-its fingerprinted inputs, in order.
+its fingerprinted inputs, in order, packed into one block of bytes (`Inputs`): objects made all
+through a burst and kept after it would pin the heap's pages after they go, as long as they
+are many small objects (receiver/ops/trim.py).
 
 Bounded: the verdicts of completed runs are kept for late_cache_seconds, and at most
 `max_runs` of them and `max_entries` journal entries in all, the oldest going first (a run
@@ -18,6 +20,7 @@ amortised per input: each entry is added once and dropped once.
 
 from __future__ import annotations
 
+import pickle
 from collections import deque
 from typing import Any, Hashable, Optional
 
@@ -39,18 +42,32 @@ def finding_key(f: Finding) -> int:
     return hash((f.kind, f.severity, f.tool, f.action, where))
 
 
+class Inputs:
+    """What judging a completed run again needs, packed: its journal, the keys of the findings
+    sent, the findings about dropped copies, its agent spans and roots. Only this process packs
+    and unpacks it, in memory (nothing read from outside is ever unpickled)."""
+
+    __slots__ = ("blob", "count")
+
+    def __init__(self, journal: list[Op], emitted: set[int], noted: tuple[Finding, ...],
+                 agents: tuple[tuple[int, str], ...], roots: dict[str, str]):
+        self.blob = pickle.dumps((journal, emitted, noted, agents, roots), protocol=pickle.HIGHEST_PROTOCOL)
+        self.count = len(journal)  # what the bound counts
+
+    def unpacked(self) -> tuple[list[Op], set[int], tuple[Finding, ...], tuple[tuple[int, str], ...], dict[str, str]]:
+        return pickle.loads(self.blob)  # noqa: S301 (packed by this process, above)
+
+
 class Verdict:
     """A completed run as its late calls need it: how to judge it again and what was said."""
 
-    __slots__ = ("key", "run_id", "completed_at", "fp", "first_seq", "dense_seq", "journal", "emitted", "noted",
-                 "roots", "agents", "first_trace", "clock_skew", "summary_id", "summaries", "late_calls",
-                 "late", "pending_calls", "due", "partial")
+    __slots__ = ("key", "run_id", "completed_at", "fp", "first_seq", "dense_seq", "journal", "first_trace",
+                 "first_root", "clock_skew", "summary_id", "summaries", "late_calls", "late", "pending_calls", "due",
+                 "partial")
 
     def __init__(self, *, key: Hashable, run_id: str, completed_at: float, fp: Fingerprinter, first_seq: int = 1,
-                 dense_seq: bool = False, journal: Optional[list[Op]] = None, emitted: Optional[set[int]] = None,
-                 noted: tuple[Finding, ...] = (), roots: Optional[dict[str, str]] = None,
-                 agents: tuple[tuple[int, str], ...] = (), first_trace: Optional[str] = None,
-                 clock_skew: bool = False, summary_id: Optional[bytes] = None):
+                 dense_seq: bool = False, journal: Optional[Inputs] = None, first_trace: Optional[str] = None,
+                 first_root: Optional[str] = None, clock_skew: bool = False, summary_id: Optional[bytes] = None):
         # One completion of a run (a conversation completes several runs of one id); a run known
         # only from its trace (judged before a restart, or forgotten): (run id, trace id).
         self.key = key
@@ -60,11 +77,8 @@ class Verdict:
         self.first_seq = first_seq
         self.dense_seq = dense_seq
         self.journal = journal  # None: cannot be judged again (evicted, too long, shed, or a bug)
-        self.emitted = emitted if emitted is not None else set()  # finding_key of every finding sent
-        self.noted = noted  # findings about dropped copies: not in the journal, kept for the score
-        self.roots = roots or {}
-        self.agents = agents
-        self.first_trace = first_trace
+        self.first_trace = first_trace  # where a summary marking it partial goes: this trace's root
+        self.first_root = first_root
         self.clock_skew = clock_skew
         self.summary_id = summary_id  # the first summary's span id (None: none was sent)
         self.summaries = 1 if summary_id else 0
@@ -76,7 +90,7 @@ class Verdict:
 
     @property
     def size(self) -> int:
-        return len(self.journal or ()) + len(self.late)
+        return (self.journal.count if self.journal is not None else 0) + len(self.late)
 
 
 class LateRuns:
@@ -135,11 +149,11 @@ class LateRuns:
         self.entries -= len(ops)
         return ops, calls
 
-    def rejournal(self, verdict: Verdict, journal: list[Op]) -> None:
+    def rejournal(self, verdict: Verdict, journal: Inputs) -> None:
         """A verdict judged again keeps its inputs and the late ones for the next time."""
         if verdict.journal is None:
             return  # dropped meanwhile (the entry bound)
-        self.entries += len(journal) - len(verdict.journal)
+        self.entries += journal.count - verdict.journal.count
         verdict.journal = journal
         self._trim_journals()
 
@@ -163,7 +177,6 @@ class LateRuns:
     def release(self, verdict: Verdict) -> None:
         """A verdict marked partial keeps nothing but its record."""
         self._drop_journal(verdict)
-        verdict.noted, verdict.agents, verdict.emitted = (), (), set()
 
     def _forget(self, verdict: Verdict) -> None:
         self.entries -= verdict.size
