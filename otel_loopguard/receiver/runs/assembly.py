@@ -61,9 +61,9 @@ class RunAssembler:
         self._trace_runs: dict[bytes, set[str]] = {}
         side = side_table_entries(working_bytes(config.memory_limit_mib))  # each within the memory bound too
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(min(MAX_ROOTS, side))  # trace -> (root id, ended at)
-        # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
-        # judged; another run sharing the trace is not affected), and where each run's
-        # sequence stopped (a conversation may resume in a new trace).
+        # Completed runs: each (run, trace) they covered (its late spans are forwarded, and judged
+        # with that run again: late.py; another run sharing the trace is not affected), and where
+        # each run's sequence stopped (a conversation may resume in a new trace).
         # The value: when the run completed, and its verdict's key in the late runs (0: none).
         self._completed_traces: BoundedMap[tuple[str, bytes], tuple[float, int]] = BoundedMap(
             min(config.late_cache_size, side))
