@@ -231,3 +231,15 @@ def test_a_late_call_of_a_conversations_earlier_run_revises_that_run_not_the_lat
     assert finding_kinds(out) == [("repeat", "warn")]
     (revised,) = summaries(out)
     assert _revision(revised) == (2, first.span_id.hex(), 1) and revised.trace_id == TRACE
+
+
+def test_a_late_call_delivered_again_after_the_dedupe_forgot_it_is_one_call() -> None:
+    rig = Rig()
+    _judged(rig, 1, 2)
+    _late(rig, tool(3), at=103.0)
+    rig.at(103.0 + GRACE)
+    _late(rig, tool(3), tool(4), at=110.0)  # 3 again (the receiver's dedupe window had passed), then 4
+    out = rig.at(110.0 + GRACE)
+    assert finding_kinds(out) == [("no_progress", "warn")]  # no integrity conflict over call 3
+    (revised,) = summaries(out)
+    assert attrs(revised)["loopguard.run.outcome"] == "scored" and attrs(revised)["loopguard.score.tool_calls"] == 4

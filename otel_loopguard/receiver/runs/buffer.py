@@ -92,6 +92,18 @@ def journal_call(raw: RawCall, fp: Fingerprinter) -> tuple[Any, ...]:
     return ("call", fingerprint_call(raw, fp), _without_payload(raw), text)
 
 
+def _again(call: ToolCall, seen: set[tuple[Optional[str], Optional[str]]]) -> bool:
+    """A late call delivered again after the dedupe table forgot it (its window shrinks under
+    memory pressure) is still one call: the first one journalled is judged."""
+    if not call.span_id:
+        return False
+    key = _key(call)
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
+
+
 class RunBuffer:
     def __init__(self, run_id: str, fp: Fingerprinter, now: float, *, first_seq: int = 1, dense_seq: bool = False,
                  journal: bool = False, restored: bool = False):
@@ -281,9 +293,11 @@ class RunBuffer:
         self._keep(list(noted))
         self.noted = list(noted)
         out: list[Finding] = []
+        seen: set[tuple[Optional[str], Optional[str]]] = set()
         for op in ops:
-            if op[0] != "gap":
-                out += self._apply(op, now)
+            if op[0] == "gap" or (op[0] == "call" and _again(op[1], seen)):
+                continue
+            out += self._apply(op, now)
         return out + self.complete()
 
     def _apply(self, op: tuple[Any, ...], now: float) -> list[Finding]:
