@@ -15,7 +15,7 @@ import pytest
 from otel_loopguard.receiver.runs import assembly
 
 from .agent import LOOP, encode, record_spans
-from .harness import (ReceiverThread, Sink, TaggedRun, attr, export_stub, findings_of, make_config, request_of,
+from .harness import (ReceiverThread, Sink, TaggedRun, app_spans, attr, export_stub, findings_of, make_config, request_of,
                       wait_for)
 
 GRACE = 0.2
@@ -45,8 +45,10 @@ def _nothing_waits(receiver: ReceiverThread) -> bool:
     return receiver.sync(lambda: not late._waiting)  # noqa: SLF001
 
 
-def test_the_last_calls_after_the_grace_get_their_findings_and_a_revised_summary(sink: Sink) -> None:
-    receiver = ReceiverThread(make_config(sink.port, root_grace_seconds=GRACE))
+@pytest.mark.parametrize("findings_only", [False, True], ids=["inline", "findings-only"])
+def test_the_last_calls_after_the_grace_get_their_findings_and_a_revised_summary(
+        sink: Sink, findings_only: bool) -> None:
+    receiver = ReceiverThread(make_config(sink.port, root_grace_seconds=GRACE, findings_only=findings_only))
     run = TaggedRun()
     try:
         _send(receiver, [run.call(1), run.call(2), run.root()])
@@ -62,6 +64,9 @@ def test_the_last_calls_after_the_grace_get_their_findings_and_a_revised_summary
         assert {f.trace_id for f in findings_of(sink)} == {run.trace_id}
         metrics = receiver.running.metrics
         assert metrics.get("late_spans_total") == 3 and metrics.get("run_revisions_total") == 1
+        forwarded = {s.span_id for s in app_spans(sink)}
+        late = {run.span_ids[seq] for seq in (3, 4, 5)}
+        assert (forwarded >= late) if not findings_only else not forwarded  # late spans still go on
     finally:
         receiver.stop()
 
