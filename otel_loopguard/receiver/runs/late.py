@@ -2,8 +2,9 @@
 
 A run completes when its root span has ended plus root_grace_seconds, or when idle; calls
 may still come after that (a Collector's retry after its backoff, an exporter's queue
-draining). Such late inputs wait here, per run, until none has come for root_grace_seconds;
-then the run is judged again from all its inputs (assembly.py): findings the late calls
+draining). Such late inputs wait here, per run, root_grace_seconds from the first of them
+(those that come meanwhile join it); then the run is judged again from all its inputs
+(assembly.py): findings the late calls
 complete are emitted, never one emitted before, and the summary is issued again as a
 revision of the first. What a run keeps for this is the journal a snapshot saves (buffer.py):
 its fingerprinted inputs, in order, packed into one block of bytes (`Inputs`): objects made all
@@ -14,8 +15,8 @@ Bounded: the verdicts of completed runs are kept for late_cache_seconds, and at 
 `max_runs` of them and `max_entries` journal entries in all, the oldest going first (a run
 whose journal went can no longer be judged again); a run is judged again at most
 MAX_REVISIONS times. Past either bound, late calls mark the run's verdict partial in one new
-summary instead (assembly.py), and later ones are counted only. Every operation is O(1)
-amortised per input: each entry is added once and dropped once.
+summary instead (assembly.py), and later ones are counted only. Each entry is added once and
+dropped once, and a run is judged at most 1 + MAX_REVISIONS times: O(1) amortised per input.
 """
 
 from __future__ import annotations
