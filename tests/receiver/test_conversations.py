@@ -58,7 +58,9 @@ def test_late_spans_of_a_covered_trace_stay_late_while_and_after_the_conversatio
     _send(receiver, [first.call(3, args="3" * 32, span_id=b"\x33" * 8)])  # after both completed: late still
     assert receiver.running.metrics.get("late_spans_total") == 2
     time.sleep(IDLE * 3)
-    assert len(sink.runs()) == 2  # no third run opened by the straggler
+    # No third run opened by the straggler: the first run is judged again with it (issue 27:
+    # revised summaries, tests/receiver/test_late_calls.py).
+    assert len([s for s in sink.runs() if attr(s, "loopguard.run.revision") is None]) == 2
 
 
 def test_a_conversation_whose_numbering_started_again_is_judged_from_one(sink: Sink, receiver: ReceiverThread) -> None:

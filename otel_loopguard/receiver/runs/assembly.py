@@ -1,10 +1,11 @@
 """Routes decoded spans to their runs, runs timers, and completes runs.
 
 A run is complete when its root span has ended plus a grace period, or after
-an idle timeout. Spans of a run that was already completed are "late": like
-the Collector's tail sampler with its decision cache, they are forwarded but
-not judged again, and counted; after `late_cache_seconds` the run id may open
-a new run (a conversation that resumes later).
+an idle timeout. Spans of a run that was already completed are "late": they are
+forwarded and counted, and the run is judged again with its late calls (late.py):
+new findings, and a summary that revises the first; past the bound, a summary that
+marks the first verdict partial. After `late_cache_seconds` the run id may open a
+new run (a conversation that resumes later).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Callable, Optional
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ...bounded import BoundedMap
-from ...findings import Finding
+from ...findings import WARN, Finding
 from ...findings.otlp import Placement, finding_span, place, place_at, run_span
 from ...fingerprint import Fingerprinter
 from ..ops.budget import side_table_entries, working_bytes
@@ -24,7 +25,8 @@ from ..config import ReceiverConfig
 from ..ingest.decode import Decoded
 from ..ops.metrics import Metrics
 from .restart import CUT_AT_SHUTDOWN, RestartRule
-from .buffer import RunBuffer
+from .buffer import MAX_KEPT_FINDINGS, RunBuffer, journal_call
+from .late import ENTRY_COST, MAX_REVISIONS, VERDICT_COST, Inputs, LateRuns, Op, Verdict, finding_key
 
 _log = logging.getLogger("otel_loopguard.receiver")
 MAX_ROOTS = 100_000
@@ -45,7 +47,8 @@ class RunAssembler:
         journal_runs: bool = False,
         on_complete: Optional[Callable[[str], None]] = None,
     ):
-        """`journal_runs`: with a state_dir, runs keep their inputs for a snapshot (snapshot.py);
+        """Runs keep their inputs (a journal): for a snapshot with a state_dir (snapshot.py; that is
+        what `journal_runs` says), and to be judged again with late calls (late.py);
         `on_complete` is told of every completed run (judged.py)."""
         self._fp = fp
         self._config = config
@@ -58,10 +61,13 @@ class RunAssembler:
         self._trace_runs: dict[bytes, set[str]] = {}
         side = side_table_entries(working_bytes(config.memory_limit_mib))  # each within the memory bound too
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(min(MAX_ROOTS, side))  # trace -> (root id, ended at)
-        # Completed runs: each (run, trace) they covered (its late spans are forwarded, not
-        # judged; another run sharing the trace is not affected), and where each run's
-        # sequence stopped (a conversation may resume in a new trace).
-        self._completed_traces: BoundedMap[tuple[str, bytes], float] = BoundedMap(min(config.late_cache_size, side))
+        # Completed runs: each (run, trace) they covered (its late spans are forwarded, and judged
+        # with that run again: late.py; another run sharing the trace is not affected), and where
+        # each run's sequence stopped (a conversation may resume in a new trace).
+        # The value: when the run completed, and its verdict's key in the late runs (0: none).
+        self._completed_traces: BoundedMap[tuple[str, bytes], tuple[float, int]] = BoundedMap(
+            min(config.late_cache_size, side))
+        self._verdicts_made = 0  # keys of the late runs' verdicts: a conversation completes several runs
         self._completed: BoundedMap[str, int] = BoundedMap(min(config.late_cache_size, side))
         # Keyed by trace id + span id: span ids need only be unique within their trace.
         self._children: BoundedMap[bytes, list[tuple[str, int, int]]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
@@ -69,6 +75,9 @@ class RunAssembler:
         # and when they came.
         self._spans_seen: BoundedMap[bytes, tuple[int, int, float]] = BoundedMap(min(MAX_PARENT_CHECKS, side))
         self._tool_labels: set[str] = set()
+        # Completed runs, to judge again with their late calls: within the side tables' share.
+        self._late = LateRuns(max_runs=min(config.late_cache_size, side // VERDICT_COST),
+                              max_entries=side // ENTRY_COST, seconds=config.late_cache_seconds)
         self.restart: Optional[RestartRule] = None  # restored(): when a state_dir knows a predecessor
         self.journal_runs = journal_runs
         self.on_complete = on_complete
@@ -117,6 +126,7 @@ class RunAssembler:
         buffer = self._run(d.run_id, d.trace_id, now)
         if buffer is None:
             self._metrics.inc("late_spans_total")
+            self._late_input(d, now)
             return []
         before = buffer.buffered
         cut = self._cut_by_restart(buffer, d)
@@ -145,6 +155,30 @@ class RunAssembler:
         root = buffer.roots.get(d.trace_id.hex())
         where = place_at(d.trace_id, bytes.fromhex(root) if root else (d.parent or d.span_id), d.start, d.end)
         return self._emit(buffer, buffer.cut(self.restart.reason()), where)
+
+    def _late_input(self, d: Decoded, now: float) -> None:
+        """A span of a run judged already: kept to judge the run again with it (late.py)."""
+        assert d.run_id is not None
+        done = self._completed_traces.get((d.run_id, d.trace_id))
+        verdict = self._late.get(done[1]) if done else None
+        if verdict is None:  # forgotten (the bound), or judged before a restart: it can be marked only
+            verdict = self._late.get((d.run_id, d.trace_id))
+        if verdict is None:
+            root = self._roots.get(d.trace_id)
+            verdict = Verdict(key=(d.run_id, d.trace_id), run_id=d.run_id, completed_at=now, fp=self._fp,
+                              first_trace=d.trace_id.hex(), first_root=root[0] if root else None)
+            self._late.add(verdict)
+        ops: list[Op] = []
+        if d.call is not None:
+            ops.append(journal_call(d.call, verdict.fp))
+        elif d.model is not None:
+            ops.append(("model", d.model))
+        if d.facts:
+            ops.append(("facts", dict(d.facts)))
+        if d.guards:
+            ops.append(("guards", list(d.guards)))
+        if ops:
+            self._late.note(verdict, ops, int(d.call is not None), now + self._config.root_grace_seconds)
 
     def duplicate(self, d: Decoded) -> list[Span]:
         """A re-delivered tool span: one info finding, never a repeated call."""
@@ -181,6 +215,7 @@ class RunAssembler:
             except Exception:
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not advance run %s", run_id)
+        out += self._judge_late(now)
         self._forget_stale(now)
         return out
 
@@ -190,9 +225,10 @@ class RunAssembler:
         no use any more. Without this, the side tables filled by a burst would stay full (and
         the memory around their entries resident) until new traffic pushed them out."""
         horizon = self._config.late_cache_seconds
-        self._completed_traces.drop_stale(lambda at: now - at >= horizon)
+        self._completed_traces.drop_stale(lambda done: now - done[0] >= horizon)
         self._roots.drop_stale(lambda root: now - root[1] >= horizon)
         self._spans_seen.drop_stale(lambda times: now - times[2] >= horizon)
+        self._late.drop_stale(now)
 
     def repack(self, copy: Callable[[str], str]) -> None:
         """Where each completed run's numbering stopped stays after a burst (a conversation may
@@ -214,14 +250,14 @@ class RunAssembler:
         """The completed runs remembered for late spans, with ages, oldest first (snapshot.py)."""
         traces = self._completed_traces.items()
         return {"runs": [[run_id, seq] for run_id, seq in self._completed.items()],
-                "traces": [[run_id, trace.hex(), max(0.0, now - at)] for (run_id, trace), at in traces]}
+                "traces": [[run_id, trace.hex(), max(0.0, now - done[0])] for (run_id, trace), done in traces]}
 
     def restore_late_cache(self, runs: list[tuple[str, int]], traces: list[tuple[str, bytes, float]],
                            now: float) -> None:
         for run_id, seq in runs:
             self._completed.put(run_id, seq)
         for run_id, trace, age in traces:
-            self._completed_traces.put((run_id, trace), now - age)
+            self._completed_traces.put((run_id, trace), (now - age, 0))  # judged there: its inputs are not here
 
     def release_for_snapshot(self) -> list[RunBuffer]:
         """At shutdown: the open runs a snapshot can carry to the next process (their inputs
@@ -242,7 +278,7 @@ class RunAssembler:
                 self._metrics.inc("runs_cut_at_shutdown_total")
                 out += self._emit(buffer, buffer.cut(CUT_AT_SHUTDOWN))
             out += self._complete(run_id)
-        return out
+        return out + self._judge_late(float("inf"))  # late calls still waiting: judged now
 
     def shed(self, enough: Callable[[], bool], why: str) -> list[Span]:
         """Judge the least recently active open runs now, as `incomplete_trace` saying `why`,
@@ -253,6 +289,7 @@ class RunAssembler:
             if enough():
                 break
             buffer = self.runs[run_id]
+            buffer.shed = True  # its memory is what is needed: not kept to be judged again
             try:
                 out += self._emit(buffer, [buffer.cut_short(why)])
             except Exception:  # the run is still completed (marked): its memory is what is needed
@@ -268,12 +305,12 @@ class RunAssembler:
     def side_entries(self) -> int:
         """Entries of the bounded tables kept beside the runs (roots, completed runs, parents)."""
         return (len(self._roots) + len(self._completed_traces) + len(self._completed) + len(self._children)
-                + len(self._spans_seen) + len(self._trace_runs))
+                + len(self._spans_seen) + len(self._trace_runs) + self._late.side_entries)
 
     # -- runs --------------------------------------------------------------------
     def _run(self, run_id: str, trace_id: bytes, now: float) -> Optional[RunBuffer]:
-        completed_at = self._completed_traces.get((run_id, trace_id))
-        if completed_at is not None and now - completed_at < self._config.late_cache_seconds:
+        done = self._completed_traces.get((run_id, trace_id))
+        if done is not None and now - done[0] < self._config.late_cache_seconds:
             return None  # late: a span of a trace a completed run covered
         buffer = self.runs.get(run_id)
         if buffer is None:
@@ -281,7 +318,7 @@ class RunAssembler:
             # idle. Judged as a new run that goes on with the conversation's sequence.
             first_seq = self._completed.get(run_id) or 1
             buffer = self.runs[run_id] = RunBuffer(run_id=run_id, fp=self._fp, now=now, first_seq=first_seq,
-                                                   dense_seq=self._config.dense_seq, journal=self.journal_runs)
+                                                   dense_seq=self._config.dense_seq, journal=True)
             self._metrics.set_gauge("runs_open", len(self.runs))
         if trace_id not in buffer.traces:
             buffer.traces.add(trace_id)
@@ -332,12 +369,13 @@ class RunAssembler:
         self._stop_waiting(buffer)
         self.buffered_calls -= buffer.buffered
         self.open_calls -= buffer.tool_calls_seen
+        broken = False
         try:
             out = self._emit(buffer, buffer.complete())
         except Exception:  # never lose the other runs (or this one's summary) to one bug
             self._metrics.inc("internal_errors_total")
             _log.exception("could not complete run %s", run_id)
-            buffer.integrity_error, out = True, []
+            buffer.integrity_error, out, broken = True, [], True
         for trace in buffer.traces:
             trace_runs = self._trace_runs.get(trace)
             if trace_runs is not None:
@@ -345,16 +383,115 @@ class RunAssembler:
                 if not trace_runs:
                     del self._trace_runs[trace]
         now = self._clock()
+        self._verdicts_made += 1
         for trace in buffer.traces:
-            self._completed_traces.put((run_id, trace), now)
+            self._completed_traces.put((run_id, trace), (now, self._verdicts_made))
         self._completed.put(run_id, buffer.next_seq)
         self._metrics.set_gauge("runs_open", len(self.runs))
         self._metrics.inc("runs_completed_total")
         if buffer.skew_events:
             self._metrics.inc("clock_skew_total", buffer.skew_events)
-        if buffer.tool_calls_seen:
-            out.append(self._summary(buffer))
+        summary = self._summary(buffer) if buffer.tool_calls_seen else None
+        if summary is not None:
+            out.append(summary)
+        self._late.add(self._verdict(buffer, summary, now, revisable=not (broken or buffer.shed)))
         return out
+
+    def _verdict(self, buffer: RunBuffer, summary: Optional[Span], now: float, revisable: bool) -> Verdict:
+        """What a completed run keeps for its late calls: its inputs when it can be judged again."""
+        inputs = None
+        if revisable and buffer.journal is not None and buffer.emitted is not None:
+            inputs = Inputs(buffer.journal, buffer.emitted, tuple(buffer.noted), tuple(buffer.agents), buffer.roots)
+        first_trace = buffer.first_trace
+        return Verdict(key=self._verdicts_made, run_id=buffer.run_id, completed_at=now, fp=buffer.fingerprinter,
+                       first_seq=buffer.first_seq, dense_seq=self._config.dense_seq, journal=inputs,
+                       first_trace=first_trace, first_root=buffer.roots.get(first_trace) if first_trace else None,
+                       clock_skew=buffer.clock_skew, summary_id=summary.span_id if summary is not None else None)
+
+    # -- late calls (late.py) ----------------------------------------------------------
+    def _judge_late(self, now: float) -> list[Span]:
+        out: list[Span] = []
+        for verdict in self._late.due(now):
+            try:  # each run on its own, as at completion
+                out += self._revise(verdict)
+            except Exception:
+                self._metrics.inc("internal_errors_total")
+                _log.exception("could not judge the late calls of run %s", verdict.run_id)
+        return out
+
+    def _revise(self, verdict: Verdict) -> list[Span]:
+        """A completed run's late inputs, their wait over: judged with the run again, or past the
+        bound, the run's verdict marked partial. Late inputs without a tool call change no
+        verdict: kept for the next time."""
+        ops, calls = self._late.taken(verdict)
+        if not calls:
+            if verdict.journal is not None and ops:
+                journal, emitted, noted, agents, roots = verdict.journal.unpacked()
+                self._late.rejournal(verdict, Inputs(journal + ops, emitted, noted, agents, roots))
+            return []
+        verdict.late_calls += calls
+        if verdict.journal is not None and verdict.summaries <= MAX_REVISIONS:
+            return self._rejudged(verdict, ops)
+        return self._marked_partial(verdict)
+
+    def _rejudged(self, verdict: Verdict, ops: list[Op]) -> list[Span]:
+        """The run judged again from all its inputs: the findings not sent before, then a summary."""
+        assert verdict.journal is not None
+        journal, emitted, noted, agents, roots = verdict.journal.unpacked()
+        now = self._clock()
+        buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=now, first_seq=verdict.first_seq,
+                           dense_seq=verdict.dense_seq)
+        buffer.roots.update(roots)
+        buffer.agents = list(agents)
+        buffer.clock_skew = verdict.clock_skew
+        buffer.emitted = None  # the verdict's keys say what was sent
+        journal = [op for op in journal if op[0] != "gap"] + ops
+        new: list[Finding] = []
+        for f in buffer.rejudge(journal, noted, now):
+            key = finding_key(f)
+            if key not in emitted:
+                emitted.add(key)
+                new.append(f)
+        self._late.rejournal(verdict, Inputs(journal, emitted, noted, agents, roots))
+        return self._emit(buffer, new) + [self._resummarised(verdict, buffer)]
+
+    def _resummarised(self, verdict: Verdict, buffer: RunBuffer) -> Span:
+        span = self._summary(buffer, {**self._revision(verdict), "loopguard.run.late_calls": verdict.late_calls})
+        verdict.summary_id = verdict.summary_id or span.span_id
+        verdict.summaries += 1
+        return span
+
+    def _revision(self, verdict: Verdict) -> dict[str, object]:
+        """A summary after the first says which one it revises (none was sent for a run whose
+        calls all came late: this one is its first)."""
+        if verdict.summary_id is None:
+            return {}
+        self._metrics.inc("run_revisions_total")
+        return {"loopguard.run.revision": verdict.summaries + 1, "loopguard.run.revises": verdict.summary_id.hex()}
+
+    def _marked_partial(self, verdict: Verdict) -> list[Span]:
+        """Past the bound: the run is not judged again; a finding and a summary say its verdict
+        covers only the calls before the late ones. Once: later late calls are counted only."""
+        self._late.release(verdict)
+        verdict.partial = True
+        self._metrics.inc("runs_marked_partial_total")
+        buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=self._clock())
+        if verdict.first_trace and verdict.first_root:
+            buffer.roots[verdict.first_trace] = verdict.first_root
+        buffer.first_trace = verdict.first_trace
+        where = self._fallback(buffer)
+        reason = (f"{verdict.late_calls} tool calls arrived after the run was judged, past what this receiver keeps to "
+                  f"judge a run again (late_cache_seconds, the memory bound, {MAX_REVISIONS} revisions, or a restart "
+                  "in between): the run's verdict covers only the calls before them")
+        finding = Finding(kind="incomplete_trace", severity=WARN, first_seq=0, last_seq=0, count=verdict.late_calls,
+                          seqs=(), span_ids=(), reason=reason).stamped(verdict.run_id, verdict.fp.policy.version)
+        extra = {"loopguard.run.outcome": "incomplete_trace", "loopguard.run.late_calls": verdict.late_calls,
+                 **self._revision(verdict)}
+        _log.info("run %s marked partial: %d tool calls came after it was judged", verdict.run_id, verdict.late_calls)
+        summary = run_span(verdict.run_id, where, {"scorable": False, "partial": True}, extra)
+        verdict.summary_id = verdict.summary_id or summary.span_id
+        verdict.summaries += 1
+        return self._emit(buffer, [finding], where) + [summary]
 
     # -- clock skew ----------------------------------------------------------------
     # Checked whichever of the two arrives last: the same report in every delivery order.
@@ -402,17 +539,23 @@ class RunAssembler:
         _log.debug("clock skew in run %s: a tool call lies outside its parent span", run_id)
 
     # -- output --------------------------------------------------------------------
-    def _summary(self, buffer: RunBuffer) -> Span:
+    def _summary(self, buffer: RunBuffer, late: Optional[dict[str, object]] = None) -> Span:
+        """`late`: a run judged again with late calls (the revision and late-call attributes)."""
         outcome, score = buffer.score()
         calls = [c for c in (buffer.first_call, buffer.last_call) if c is not None]
         where = place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)
-        extra = {"loopguard.run.outcome": outcome, "loopguard.run.clock_skew": buffer.clock_skew}
-        _log.info("run %s complete: %s, %d tool calls", buffer.run_id, outcome, buffer.tool_calls_seen)
+        extra = {"loopguard.run.outcome": outcome, "loopguard.run.clock_skew": buffer.clock_skew, **(late or {})}
+        if late is None:
+            _log.info("run %s complete: %s, %d tool calls", buffer.run_id, outcome, buffer.tool_calls_seen)
+        else:
+            _log.info("run %s judged again with %s late tool calls: %s, %d tool calls", buffer.run_id,
+                      late["loopguard.run.late_calls"], outcome, buffer.tool_calls_seen)
         return run_span(buffer.run_id, where, score, extra)
 
     def _emit(self, buffer: RunBuffer, found: list[Finding], where: Optional[Placement] = None) -> list[Span]:
         spans: list[Span] = []
         for f in found:
+            self._sent(buffer, f)
             calls = [c for c in (buffer.recent.get(s) for s in f.seqs) if c]
             label = self._tool_label(f.tool)  # bounded: the metric's label and the span name's tool
             self._metrics.inc("findings_total", kind=f.kind, tool=label)
@@ -424,6 +567,15 @@ class RunAssembler:
                 f, calls, where or place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer),
                 tool_label=label or None, arguments=buffer.arguments.get(f.action) if f.action else None))
         return spans
+
+    @staticmethod
+    def _sent(buffer: RunBuffer, f: Finding) -> None:
+        """Noted so that judging the run again with late calls does not send it twice; past the
+        bound on kept findings the run can only be marked partial (late.py)."""
+        if buffer.emitted is not None:
+            buffer.emitted.add(finding_key(f))
+            if len(buffer.emitted) > 2 * MAX_KEPT_FINDINGS:
+                buffer.emitted = None
 
     def _tool_label(self, tool: Optional[str]) -> str:
         """Bounded metric labels: the policy's tools and the first few others, then "other"."""

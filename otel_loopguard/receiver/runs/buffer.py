@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import replace
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from ...bounded import BoundedMap
 from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
@@ -71,11 +71,37 @@ def _arguments_text(arguments: Any) -> Optional[str]:
         return None
 
 
+# Shared by every journalled call, never written: only its numbering and guard facts are read
+# (an empty dict of its own per call would cost more than the facts).
+_NO_IDENTITY: Mapping[str, Any] = {}
+
+
 def _without_payload(raw: RawCall) -> RawCall:
     """What _place reads of a call besides its ToolCall: numbering, guard facts, ids."""
     return RawCall(seq=raw.seq, tool=raw.tool, ok=raw.ok, finished=raw.finished, span_id=raw.span_id,
                    dispatched=raw.dispatched, guard=raw.guard, key_id=raw.key_id, trace_id=raw.trace_id,
-                   seq_dense=raw.seq_dense)
+                   seq_dense=raw.seq_dense, identity=_NO_IDENTITY)
+
+
+def journal_call(raw: RawCall, fp: Fingerprinter) -> tuple[Any, ...]:
+    """A call as a run's journal records it (add_call): a late call of a run judged already,
+    kept to judge the run again with it (late.py)."""
+    if raw.seq < 1 and unresolved(raw):
+        return ("handoff", raw)
+    text = _arguments_text(raw.arguments) if raw.arguments is not None else None
+    return ("call", fingerprint_call(raw, fp), _without_payload(raw), text)
+
+
+def _again(call: ToolCall, seen: set[tuple[Optional[str], Optional[str]]]) -> bool:
+    """A late call delivered again after the dedupe table forgot it (its window shrinks under
+    memory pressure) is still one call: the first one journalled is judged."""
+    if not call.span_id:
+        return False
+    key = _key(call)
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
 
 
 class RunBuffer:
@@ -100,6 +126,13 @@ class RunBuffer:
         self.arguments: BoundedMap[str, str] = BoundedMap(RECENT_ARGUMENTS)
         self._args_action = ""  # the action whose arguments were noted last
         self.findings: list[Finding] = []
+        # Findings about dropped copies of its spans: not in the journal, so a run judged again
+        # after late calls (late.py) keeps them for its score.
+        self.noted: list[Finding] = []
+        # late.finding_key of each finding sent for the run (None: too many to keep), so a run
+        # judged again sends only new ones; set by the assembler as it emits them.
+        self.emitted: Optional[set[int]] = set()
+        self.shed = False  # judged early to give memory back (assembly.py): not judged again
         self.key_ids: set[str] = set()
         self.gap_since: Optional[float] = None
         self.skipped: list[tuple[int, int]] = []  # [lo, hi) ranges given up on after gap_wait
@@ -134,6 +167,10 @@ class RunBuffer:
         self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
         self._judged_calls = 0  # held calls judged at earlier turns of a conversation (judge_turn)
         self._judged_model_ends: list[int] = []  # their model spans' end times, for later calls' turns
+
+    @property
+    def fingerprinter(self) -> Fingerprinter:
+        return self._fp
 
     @property
     def buffered(self) -> int:
@@ -246,27 +283,46 @@ class RunBuffer:
     def replay(self, op: tuple[Any, ...], now: float) -> None:
         """One journal entry of a snapshot, applied as it was first: the same inputs in the
         same order give the same state. What it finds was reported before the restart."""
+        self._apply(op, now)
+
+    def rejudge(self, ops: list[tuple[Any, ...]], noted: tuple[Finding, ...], now: float) -> list[Finding]:
+        """A completed run judged again from the start, on its inputs and the late ones after
+        them (late.py), then completed: every finding of the run. The moments its gaps were
+        given up are left out (late calls may fill them: complete() reports what is still
+        missing); findings about dropped copies (`noted`) are kept for the score."""
+        self._keep(list(noted))
+        self.noted = list(noted)
+        out: list[Finding] = []
+        seen: set[tuple[Optional[str], Optional[str]]] = set()
+        for op in ops:
+            if op[0] == "gap" or (op[0] == "call" and _again(op[1], seen)):
+                continue
+            out += self._apply(op, now)
+        return out + self.complete()
+
+    def _apply(self, op: tuple[Any, ...], now: float) -> list[Finding]:
         kind = op[0]
         if kind == "call":
             if self.journal is not None:
                 self._record(op)
-            self._place(op[1], op[2], op[3], now)
-        elif kind == "handoff":
-            self.add_call(op[1], now)
-        elif kind == "model":
-            self.add_model(op[1], now)
-        elif kind == "facts":
+            return self._place(op[1], op[2], op[3], now)
+        if kind == "handoff":
+            return self.add_call(op[1], now)
+        if kind == "model":
+            return self.add_model(op[1], now)
+        if kind == "facts":
             self.note_facts(op[1])
-        elif kind == "guards":
+            return []
+        if kind == "guards":
             self.note_guards(op[1])
-        elif kind == "gap":
-            self.expire_gap(float("inf"), 0.0)
-        elif kind == "turn":
-            self.judge_turn()
-        elif kind == "cut":
-            self.cut(op[1])
-        else:
-            raise ValueError(f"unknown journal entry {kind!r}")
+            return []
+        if kind == "gap":
+            return self.expire_gap(float("inf"), 0.0)
+        if kind == "turn":
+            return self.judge_turn()
+        if kind == "cut":
+            return self.cut(op[1])
+        raise ValueError(f"unknown journal entry {kind!r}")
 
     # -- judging ---------------------------------------------------------------
     def _drain(self) -> list[Finding]:
@@ -481,11 +537,16 @@ class RunBuffer:
 
     def span_conflict(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
         reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"
-        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id, tool)])[0]
+        return self._note(self._about("integrity_conflict", WARN, seq, reason, span_id, tool))
 
     def telemetry_duplicate(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
         reason = f"span {span_id} was delivered more than once; counted once (a telemetry retry, not a repeated call)"
-        return self._keep([self._about("telemetry_duplicate", INFO, seq, reason, span_id, tool)])[0]
+        return self._note(self._about("telemetry_duplicate", INFO, seq, reason, span_id, tool))
+
+    def _note(self, f: Finding) -> Finding:
+        if len(self.noted) < MAX_KEPT_FINDINGS:
+            self.noted.append(f)
+        return self._keep([f])[0]
 
     def _about(self, kind: str, severity: str, seq: int, reason: str, span_id: Optional[str] = None,
                tool: Optional[str] = None) -> Finding:

@@ -10,9 +10,13 @@ Order of operations per request:
 2. Decode (requests of a megabyte or more in a worker thread: decoding is pure);
    reject invalid spans (partial success with a message).
 3. Classify each span: new, duplicate (dropped, counted) or conflict (dropped),
-   and reserve the new ones. A span another request is still forwarding makes
-   this request retry later, rather than be dropped as a duplicate of a
-   delivery that may yet fail.
+   and claim the new ones (ingest/inflight.py). A copy of a span another request
+   has claimed is set aside: the rest of the request goes on at once (steps 4-5),
+   then the copy waits for that request to settle, and is a duplicate if it was
+   accepted, or new (delivered from here) if it failed. If the other request has
+   not settled within forward_timeout_seconds (and a margin), the sender hears
+   UNAVAILABLE with RetryInfo: what was accepted is a duplicate in its retry, and
+   the copy is not lost (a partial success would be: OTLP senders never retry one).
 4. Inline mode: the original bytes when nothing was dropped, else a filtered
    copy, go into the forward queue (delivery.py), and the sender is answered;
    a full queue -> UNAVAILABLE with RetryInfo, before anything is remembered.
@@ -27,7 +31,7 @@ Order of operations per request:
 Steps 3 and 5 run in pieces of PIECE_SPANS spans, yielding to the event loop between
 pieces, so one huge request cannot hold up the others (a small request needs several
 turns of the event loop, and waits for a piece at each one). That is safe because a
-span is reserved (in flight) in the same piece that classifies it, and stays reserved
+span is claimed (in flight) in the same piece that classifies it, and stays claimed
 until it is remembered; step 5 runs in a task of its own, so a sender that gives up
 midway cannot leave a request half remembered.
 """
@@ -56,6 +60,7 @@ from ..config import ReceiverConfig
 from ..ingest.decode import Decoded, DecodedRequest, TooManySpans
 from ..ingest.decoder import decode, decode_in_pieces
 from ..ingest.dedupe import CONFLICT, DUPLICATE, NEW, SpanDeduper
+from ..ingest.inflight import Claim, InFlight
 from ..state.judged import JudgedLog
 from ..out.delivery import ForwardQueue
 from ..out.downstream import DATA_FAULTS, REJECTED, SENT, Downstream, SendResult
@@ -65,6 +70,8 @@ from ..ops.metrics import Metrics
 _log = logging.getLogger("otel_loopguard.receiver")
 LARGE_REQUEST_BYTES = 1 << 20  # decoded off the event loop, and in pieces, from this size on
 PIECE_SPANS = 256  # classified and judged this many spans at a time, yielding between pieces
+# Beyond the other request's forward timeout, for its judging: then the copy's sender retries.
+SETTLE_MARGIN_SECONDS = 1.0
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
@@ -95,7 +102,7 @@ class TraceReceiver:
         self._downstream = None if config.findings_only else downstream
         self._findings = findings
         self._metrics = metrics
-        self._in_flight: set[bytes] = set()
+        self._in_flight = InFlight()
         self.judged = judged
         self._deliveries: set[asyncio.Future[Any]] = set()
         self.handling = 0  # requests between arrival and answer
@@ -137,29 +144,67 @@ class TraceReceiver:
         decoded = await self._decode(data, context)
         # Small spans decode to more than four times their size: counted as decoded (released by export()).
         held.append(self._budget.reserve_decoded(len(data), len(decoded.spans)))
-        keys: set[bytes] = set()  # reserved (in flight) by this request
+        claim = self._in_flight.claim()
         try:
-            classified = await self._classify_all(decoded.spans, keys)
+            fresh, dropped, waiting = await self._classify_all(decoded.spans, claim)
         except BaseException:  # the sender gave up: nothing was accepted
-            self._in_flight -= keys
+            claim.release()
             raise
-        if classified is None:
-            self._in_flight -= keys
-            await self._retry_later(context, "some of these spans are being delivered by another request; retry shortly")
-        assert classified is not None
-        fresh, dropped = classified
+        results = [await self._take(data, decoded, fresh, dropped, claim, len(decoded.rejected))]
+        left: list[Decoded] = []
+        if waiting and results[0].status == SENT:
+            more, left = await self._after_others(data, decoded, waiting)
+            results += more
+        _free_later(data, decoded.spans, fresh, dropped)
+        for result in results:
+            if result.status != SENT:
+                await self._refuse(result, context)
+        if left:
+            await self._retry_later(context, f"{len(left)} spans of this request are still being delivered by another "
+                                    "request (the others were accepted); retry shortly")
+        return _response(decoded.rejected, _merged(results))
+
+    async def _take(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
+                    dropped: list[tuple[Decoded, str]], claim: Claim, rejected: int = 0) -> SendResult:
+        """Accept these spans of the request: queued (inline mode's queue), or forwarded first."""
         if self._queue is not None:
-            await self._shielded(self._enqueue(data, decoded, fresh, dropped, keys))
-            _free_later(data, decoded.spans, fresh, dropped)
-            return _response(decoded.rejected, _NOTHING_REFUSED)
+            await self._shielded(self._enqueue(data, decoded, fresh, dropped, claim, rejected))
+            return _NOTHING_REFUSED
         # Shielded: a sender whose deadline passes mid-forward cancels this handler, but the
         # downstream may already hold the spans. They are remembered and judged all the same,
         # so the sender's retry is a duplicate, not a second delivery.
-        downstream = await self._shielded(self._deliver(data, decoded, fresh, dropped, keys))
-        _free_later(data, decoded.spans, fresh, dropped)
-        if downstream.status != SENT:
-            await self._refuse(downstream, context)
-        return _response(decoded.rejected, downstream)
+        return await self._shielded(self._deliver(data, decoded, fresh, dropped, claim, rejected))
+
+    async def _after_others(self, data: bytes, decoded: DecodedRequest, waiting: list[Decoded]
+                            ) -> tuple[list[SendResult], list[Decoded]]:
+        """Copies of spans other requests were delivering, once those settle: a duplicate where
+        the other was accepted, new (delivered from here) where it failed. Returns the outcomes
+        and the copies still in flight when the bound passed (the sender retries those)."""
+        self._metrics.inc("spans_waited_total", len(waiting))
+        deadline = time.monotonic() + self._settle_seconds()
+        results: list[SendResult] = []
+        while waiting and time.monotonic() < deadline:
+            others = self._in_flight.settled(d.key for d in waiting)
+            if others:
+                await asyncio.wait(others, timeout=deadline - time.monotonic(), return_when=asyncio.FIRST_COMPLETED)
+            claim = self._in_flight.claim()
+            try:
+                fresh, dropped, waiting = await self._classify_all(waiting, claim)
+            except BaseException:
+                claim.release()
+                raise
+            if not fresh and not dropped:  # none settled yet (or another request took them over)
+                claim.release()
+                continue
+            results.append(await self._take(data, decoded, fresh, dropped, claim))
+            if results[-1].status != SENT:
+                break  # refused: the sender retries the request, these copies with it
+        return results, waiting
+
+    def _settle_seconds(self) -> float:
+        """How long a copy waits for the request delivering its span: that request's forward
+        (at most forward_timeout_seconds) and its judging."""
+        return self._config.forward_timeout_seconds + SETTLE_MARGIN_SECONDS
 
     async def _shielded(self, work: Awaitable[Any]) -> Any:
         """Run to the end even if the sender cancels; shutdown waits for it (settle)."""
@@ -179,54 +224,52 @@ class TraceReceiver:
         self._findings.put(self._assembler.shed(self._budget.runs_under_target, why))
 
     async def _enqueue(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
-                       dropped: list[tuple[Decoded, str]], keys: set[bytes]) -> None:
+                       dropped: list[tuple[Decoded, str]], claim: Claim, rejected: int) -> None:
         """Queue the unique spans for the downstream, then remember and judge them."""
         assert self._queue is not None
         ref = None
         try:
             if fresh:
-                ref = self._queue.put(await self._payload(data, decoded, fresh, dropped), len(fresh),
+                ref = self._queue.put(await self._payload(data, decoded, fresh), len(fresh),
                                       b"".join(d.key for d in fresh))
-            await self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+            await self._accept(rejected, fresh, dropped)
             if ref is not None and self.judged is not None:  # state_dir: kept on disk until its runs are judged
                 self.judged.fed(ref, {d.run_id for d in fresh if d.run_id in self._assembler.runs})
         finally:
-            self._in_flight -= keys
+            claim.release()
 
-    async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
-                       dropped: list[tuple[Decoded, str]]) -> bytes:
-        """The original bytes when nothing was dropped: no re-encoding on the common path."""
-        if not dropped and not decoded.rejected:
+    async def _payload(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded]) -> bytes:
+        """The original bytes when every span goes: no re-encoding on the common path."""
+        if len(fresh) == len(decoded.spans) and not decoded.rejected:
             return data
         if len(data) >= LARGE_REQUEST_BYTES:
             return await asyncio.to_thread(_filtered_bytes, data, fresh)
         return _filtered_bytes(data, fresh)
 
     async def _deliver(self, data: bytes, decoded: DecodedRequest, fresh: list[Decoded],
-                       dropped: list[tuple[Decoded, str]], keys: set[bytes]) -> SendResult:
+                       dropped: list[tuple[Decoded, str]], claim: Claim, rejected: int) -> SendResult:
         """Forward (inline mode), then remember and judge; on a refusal nothing is remembered."""
         try:
             downstream = _NOTHING_REFUSED
             if self._downstream is not None and fresh:
-                downstream = await self._forward(await self._payload(data, decoded, fresh, dropped), len(fresh))
+                downstream = await self._forward(await self._payload(data, decoded, fresh), len(fresh))
                 if downstream.status != SENT:
                     return downstream
-            await self._accept(decoded.spans, decoded.rejected, fresh, dropped)
+            await self._accept(rejected, fresh, dropped)
             return downstream
         finally:
-            self._in_flight -= keys
+            claim.release()
 
     async def settle(self, timeout: float) -> None:
         """Wait for deliveries whose senders are gone (at shutdown: judged before the flush)."""
         if self._deliveries:
             await asyncio.wait(set(self._deliveries), timeout=timeout)
 
-    async def _accept(self, spans: list[Decoded], rejected: list, fresh: list[Decoded],
-                      dropped: list[tuple[Decoded, str]]) -> None:
-        """Remember and judge an accepted request, a piece at a time. Counted only now: a
-        refused request is counted when its retry lands."""
-        self._metrics.inc("spans_received_total", len(spans))
-        self._metrics.inc("spans_rejected_total", len(rejected))
+    async def _accept(self, rejected: int, fresh: list[Decoded], dropped: list[tuple[Decoded, str]]) -> None:
+        """Remember and judge the accepted spans of a request, a piece at a time. Counted only
+        now: a refused request (or copy still in flight) is counted when its retry lands."""
+        self._metrics.inc("spans_received_total", len(fresh) + len(dropped))
+        self._metrics.inc("spans_rejected_total", rejected)
         for _, verdict in dropped:
             self._metrics.inc("duplicates_total" if verdict == DUPLICATE else "conflicts_total")
         calls_here = any(d.call is not None for d in fresh)
@@ -264,25 +307,26 @@ class TraceReceiver:
     def _parse(self, data: bytes) -> DecodedRequest:
         return parse_request(data, self._config.run_id_attribute, self._config.max_request_spans)
 
-    async def _classify_all(self, spans: list[Decoded], keys: set[bytes]
-                            ) -> Optional[tuple[list[Decoded], list[tuple[Decoded, str]]]]:
-        """Classify a piece at a time, reserving each piece's new spans in the same step (no
-        await between): None when another request is delivering some of them."""
+    async def _classify_all(self, spans: list[Decoded], claim: Claim
+                            ) -> tuple[list[Decoded], list[tuple[Decoded, str]], list[Decoded]]:
+        """Classify a piece at a time, claiming each piece's new spans in the same step (no await
+        between): new, dropped, and copies of spans another request is delivering."""
         fresh: list[Decoded] = []
         dropped: list[tuple[Decoded, str]] = []
+        waiting: list[Decoded] = []
         in_request: dict[bytes, int] = {}
         for start in range(0, len(spans), PIECE_SPANS):
             if start:
                 await asyncio.sleep(0)  # other senders' turn
             new, old = self._classify(spans[start:start + PIECE_SPANS], in_request)
-            if any(d.key in self._in_flight for d in new):
-                return None
             for d in new:
-                keys.add(d.key)
-                self._in_flight.add(d.key)
-            fresh += new
+                if d.key in self._in_flight:
+                    waiting.append(d)
+                else:
+                    claim.take(d.key)
+                    fresh.append(d)
             dropped += old
-        return fresh, dropped
+        return fresh, dropped, waiting
 
     def _classify(self, spans: list[Decoded], in_request: dict[bytes, int]
                   ) -> tuple[list[Decoded], list[tuple[Decoded, str]]]:
@@ -398,6 +442,14 @@ def _keep_only(request: ExportTraceServiceRequest, fresh: list[Decoded]) -> Expo
 
 
 _NOTHING_REFUSED = SendResult(SENT)
+
+
+def _merged(results: list[SendResult]) -> SendResult:
+    """The downstream's partial successes over the parts of one request, as one."""
+    if len(results) == 1:
+        return results[0]
+    details = [r.detail for r in results if r.detail]
+    return SendResult(SENT, detail="; ".join(details), rejected_spans=sum(r.rejected_spans for r in results))
 
 
 def _response(rejected: list[tuple[tuple[int, int, int], str]], downstream: SendResult) -> ExportTraceServiceResponse:
