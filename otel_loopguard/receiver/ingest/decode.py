@@ -51,7 +51,7 @@ _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL
 # for a tool span whose result is a Command to the parent graph (metadata can be long).
 _LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
 _RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
-_MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
+_MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens, conv.DUPLICATE_OF) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 _AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
 
