@@ -18,6 +18,7 @@ from ...calls import GuardEvent, ModelCall, RawCall
 from ...conventions import ModelSpan, ToolSpan, recognise
 from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
+from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                                 TOOL_CONVENTIONS)
 from ...findings.otlp import is_own_span
@@ -37,7 +38,8 @@ _MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED
 # values read as on all the span's attributes.
 _COMMON = (*_MARKER_KEYS, conv.TOOL_NAME, *_RUN_KEYS)
 _CALL_KEYS = (conv.SEQ, conv.SEQ_DENSE, conv.TURN, conv.DISPATCHED, conv.GUARD, conv.ARGS_DIGEST, conv.RESULT_DIGEST,
-              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, conv.DUPLICATE_OF, "error.type", *TOOL_NAME_FALLBACKS)
+              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, conv.DUPLICATE_OF, "error.type", *TOOL_NAME_FALLBACKS,
+              *SKETCH_KEYS)
 
 
 def _plan(*keys: str) -> tuple[str, ...]:
