@@ -73,7 +73,7 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
     for mconv in MODEL_CONVENTIONS:
         marker = get(mconv.marker)
         if isinstance(marker, str) and marker in mconv.marker_values:
-            return _model(mconv, attributes)
+            return None if DUPLICATE_OF in attributes else _model(mconv, attributes)
     return None
 
 

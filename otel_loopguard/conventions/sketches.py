@@ -16,6 +16,11 @@ from . import attributes as conv
 MAX_WIRE_ITEMS = 32  # = fingerprint/equivalence.py ITEM_CAP: more on a span are ignored
 
 
+# Every attribute an Equivalence travels in (the receiver's decode reads these and no others).
+SKETCH_KEYS = (conv.RESULT_SHAPE_DIGEST, conv.RESULT_ITEMS, conv.RESULT_ITEM_COUNT, conv.RESULT_ITEMS_LEVEL,
+               conv.RESULT_ECHOED, conv.RESULT_EMPTY_LIST, conv.RESULT_FAILURE, conv.ARGS_SKETCH)
+
+
 def to_attributes(eq: Equivalence) -> dict[str, Any]:
     """The span attributes of an Equivalence: only what is known and not a default."""
     out: dict[str, Any] = {}

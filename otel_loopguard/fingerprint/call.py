@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..calls import NO_EQUIVALENCE, RawCall, ToolCall
 from ..canon.canonical import NO_FLAGS
 from ..progress import extract
@@ -42,9 +40,7 @@ def fingerprint_call(raw: RawCall, fp: Fingerprinter) -> ToolCall:
         eq = fp.equivalence(rule, arguments, args_value, raw.result, finished, identity) if finished and (
             arguments is not None or raw.result is not None) else NO_EQUIVALENCE
     ok = raw.ok if finished else None
-    if eq.failed is not None and ok is False:
-        eq = replace(eq, failed=None)  # the status said it: `failed` names failures only the result reports
-    elif eq.failed is not None and finished:
+    if eq.failed is not None and finished:
         ok = False  # the result says it failed (exit code, error field), whatever the span's status
     write = write_key = None
     if rule.side_effect and arguments is not None:

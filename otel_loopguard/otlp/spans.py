@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RecordedDecision, RunFacts
+from ..conventions.sketches import from_attributes
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import agent_of
 from ..conventions import attributes as conv
@@ -200,6 +201,8 @@ def raw_call(trace_hex: str, span_hex: str, parent_hex: str, start: int, end: in
         parent_id=parent_hex or None,
         seq_dense=dense,
         result_exact_digest=exact if exact.__class__ is str and exact and result_digest else None,
+        # Sketches compare only under the key that made them, as digests do: a tagged span's.
+        equivalence=from_attributes(attrs) if key_id.__class__ is str and key_id else None,
     )
 
 

@@ -86,7 +86,8 @@ class _RunState:
         self.reserved_by: dict[int, tuple[str, int]] = {}
         self.adopted: dict[int, tuple[str, int]] = {}  # reserving span id -> (adopter's span id hex, seq)
         self.recent: collections.deque[_Seen] = collections.deque(maxlen=RECENT_CALLS)  # tool calls tagged last
-        self.models: collections.deque[tuple[int, int, str]] = collections.deque(maxlen=RECENT_CALLS)
+        # (start, end, scope, span id) of recent model spans: a twin from another instrumentation
+        self.models: collections.deque[tuple[int, int, str, str]] = collections.deque(maxlen=RECENT_CALLS)
         self.scopes: set[str] = set()  # instrumentation scopes of its tool spans: twins need two
         self.budget_findings: list[Finding] = []
         # The first stop as the guard sees it: one a tool call brought, or the turn limit once a
@@ -266,9 +267,11 @@ class Tagger:
         start, end, scope = span.start_time or 0, span.end_time or 0, _scope(span)
         with self._lock:
             state = self._state(self._run_id(span, attrs))
-            if any(s != scope and b <= end and start <= e for b, e, s in state.models):
-                return span  # the same model call, traced by another instrumentation: one turn
-            state.models.append((start, end, scope))
+            twin = next((i for b, e, s, i in state.models if s != scope and b <= end and start <= e), None)
+            if twin is not None:  # the same model call, traced by another instrumentation: one turn
+                attrs[conv.DUPLICATE_OF] = twin  # so the receiver and the audit count it once too
+                return copy_span(span, _bounded(attrs, span.dropped_attributes), None)
+            state.models.append((start, end, scope, format(span.context.span_id, "016x")))
             state.note_model_end(span.end_time or 0)
             model = ModelCall(turn=state.turn_at(span.end_time or 0) or 0, input_tokens=found.input_tokens,
                               output_tokens=found.output_tokens, model=found.model)

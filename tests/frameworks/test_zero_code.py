@@ -112,6 +112,37 @@ def test_two_instrumentations_of_langchain_count_each_call_once(
     assert "cycle" not in report.score["findings_by_kind"]
 
 
+def test_two_instrumentations_of_langchain_count_each_model_request_once(
+        both: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28, defect 3: a clean run of 15 model requests and 14 distinct calls, traced by both
+    instrumentations, is 15 turns to the processor, the audit and the receiver, not 30 (which
+    broke the turn budget of 25): the second model span of each request carries
+    loopguard.duplicate_of, as tool twins do."""
+    provider, exporter = both
+    invoked = _agent(provider, [[("lookup_order", {"order_id": f"A{i}"})] for i in range(14)] + ["done"])
+    assert provider.force_flush(10_000)
+    spans = exporter.get_finished_spans()
+    models = [s for s in spans if (s.attributes or {}).get("openinference.span.kind") == "LLM"
+              or (s.attributes or {}).get("gen_ai.operation.name") == "chat"
+              or (s.attributes or {}).get("llm.request.type") == "chat"]
+    twins = [s for s in models if "loopguard.duplicate_of" in s.attributes]
+    assert len(invoked) == 14 and len(models) == 30 and len(twins) == 15
+    counted = {format(s.context.span_id, "016x") for s in models} - {format(s.context.span_id, "016x") for s in twins}
+    assert {s.attributes["loopguard.duplicate_of"] for s in twins} == counted
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_loopguard.audit import audit
+
+    monkeypatch.setenv("OTEL_LOOPGUARD_KEY", KEY)
+    path = tmp_path / "both-models.pb"
+    path.write_bytes(encode_spans(spans).SerializeToString())
+    (report,) = audit([path])
+    assert report.outcome == "scored" and report.score["tool_calls"] == 14
+    assert "budget" not in report.score["findings_by_kind"], report.score
+    assert report.passed, report.score
+
+
 def test_negative_control_one_instrumentation_tags_no_duplicate(tmp_path: Path) -> None:
     from .lc_helpers import instrumented
 

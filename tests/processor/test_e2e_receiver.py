@@ -102,3 +102,38 @@ def test_the_receiver_streams_the_stop_finding_from_the_processor_tags(
     summary = wait_for(lambda: sink.runs(), timeout=10, what="run summary after the root ended")[0]
     assert attr(summary, "loopguard.run.outcome") == "scored"
     assert len(_stop_repeat(sink)) == 1, "the streamed finding is not repeated at completion"
+
+
+def _noisy_failure(n: int) -> str:
+    """The same failure each time, with the clock, the pid, the attempt and a temp path moving."""
+    return (f"2026-12-06 06:40:{10 + n:02d}.{(37 * n) % 1000:03d} ERROR [pid {4711 + n}] attempt {n + 1}: could not "
+            f"reach the order service after {120 + 7 * n}ms\ntrace saved to /tmp/tmp{n}x9/trace.txt")
+
+
+def test_a_redacted_app_s_noisy_loop_is_stopped_downstream_from_its_sketches(
+        sink: Sink, receiver: ReceiverThread) -> None:
+    """Issue 26: with redact=True the receiver has no payload, only the tags. Each result differs
+    in its digest (the noise is inside the text); the sketches the processor sends
+    (loopguard.result.shape_digest, .items, ...) let the receiver see the same answer, and stop
+    the loop where the processor's own verdict does."""
+    tp, local = _provider(receiver.port, batch=False)
+    install(tracer_provider=tp, redact=True)
+    tracer = tp.get_tracer("agent")
+    tool = captured("genai_tool")
+    root = tracer.start_span("invoke_agent support")
+    try:
+        with trace.use_span(root, end_on_exit=False):
+            for n in range(6):
+                emit(tracer, captured("genai_chat"))
+                emit(tracer, tool, attributes={**fresh_noise(tool["attributes"]), "gen_ai.tool.call.result": _noisy_failure(n)})
+        assert tp.force_flush(10_000)
+        stop = wait_for(lambda: _stop_repeat(sink), timeout=10, what="stop finding from the sketches")[0]
+        assert (attr(stop, "loopguard.finding.first_seq"), attr(stop, "loopguard.finding.last_seq")) == (1, 5)
+        tools = [s for s in local.get_finished_spans() if s.name == tool["name"]]
+        assert len({tags(s)["loopguard.result.digest"] for s in tools}) == 6  # every digest differs
+        assert len({tags(s)["loopguard.result.shape_digest"] for s in tools}) == 1
+        forwarded = sink.named(tool["name"])
+        assert not any(kv.key in RAW_KEYS for s in forwarded for kv in s.attributes)  # nothing reversible left
+    finally:
+        root.end()
+        tp.shutdown()

@@ -18,6 +18,7 @@ from ...calls import GuardEvent, ModelCall, RawCall
 from ...conventions import ModelSpan, ToolSpan, recognise
 from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
+from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                                 TOOL_CONVENTIONS)
 from ...findings.otlp import is_own_span
@@ -37,7 +38,8 @@ _MARKER_KEYS = tuple(dict.fromkeys(c.marker for c in (*TOOL_CONVENTIONS, *MARKED
 # values read as on all the span's attributes.
 _COMMON = (*_MARKER_KEYS, conv.TOOL_NAME, *_RUN_KEYS)
 _CALL_KEYS = (conv.SEQ, conv.SEQ_DENSE, conv.TURN, conv.DISPATCHED, conv.GUARD, conv.ARGS_DIGEST, conv.RESULT_DIGEST,
-              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, conv.DUPLICATE_OF, "error.type", *TOOL_NAME_FALLBACKS)
+              conv.RESULT_EXACT_DIGEST, conv.KEY_ID, conv.OUTCOME, conv.DUPLICATE_OF, "error.type", *TOOL_NAME_FALLBACKS,
+              *SKETCH_KEYS)
 
 
 def _plan(*keys: str) -> tuple[str, ...]:
@@ -51,7 +53,7 @@ _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL
 # for a tool span whose result is a Command to the parent graph (metadata can be long).
 _LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
 _RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
-_MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens) for c in MODEL_CONVENTIONS}
+_MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens, conv.DUPLICATE_OF) for c in MODEL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 _AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
 
