@@ -22,7 +22,7 @@ from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_
 TOOL_NAME_FALLBACKS = ("gen_ai.tool.name", "traceloop.entity.name", "tool.name")
 
 
-@dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
+@dataclass(slots=True, kw_only=True)  # not frozen: frozen ones cost more to build, once a span (docs/performance.md, "Records")
 class ToolSpan:
     convention: str
     tool: str
@@ -32,7 +32,7 @@ class ToolSpan:
     error: bool
 
 
-@dataclass(slots=True, kw_only=True)  # not frozen: building a frozen one costs 3 µs a call (docs/performance.md)
+@dataclass(slots=True, kw_only=True)  # not frozen: frozen ones cost more to build, once a span (docs/performance.md, "Records")
 class ModelSpan:
     convention: str
     model: Optional[str]

@@ -8,7 +8,7 @@ the check per call is O(max_period).
 Results are compared by default because alternating calls are often work: a
 read-modify-write loop over a counter, a poll-then-fetch pair whose answers move,
 an edit-then-test pair whose test output changes. Their actions repeat, their
-results do not (docs/policy.md#cycle). A result is compared in its shape form (volatile
+results do not (docs/policy.md, "Why `cycle.compare` defaults to `results`"). A result is compared in its shape form (volatile
 fragments inside text masked, docs/equivalence.md): a failing pair whose log lines differ
 only in their timestamps is the same pair.
 """

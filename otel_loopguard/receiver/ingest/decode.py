@@ -142,7 +142,7 @@ def decode_python(data: bytes, run_id_attribute: Optional[str] = None, max_spans
     out = DecodedRequest(spans=[], rejected=[])
     raw = _RawSpans(data)
     # A guard decision is an event named loopguard.decision: a request without that text
-    # has none, and its spans' events need not be looked at (0.2 µs a span, of about 3).
+    # has none, and its spans' events need not be looked at.
     decisions = _DECISION in data
     for r, rs in enumerate(request.resource_spans):
         for s, ss in enumerate(rs.scope_spans):

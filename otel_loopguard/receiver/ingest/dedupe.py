@@ -66,8 +66,8 @@ class SpanDeduper:
 
     def _compact(self) -> None:
         """A dict never shrinks its table as entries leave: grown to a burst's million slots it
-        keeps them (~10 MiB at the overload scenario's bound) with nothing in them. Copied once
-        it holds under a quarter of its high point, the table is sized to what is left."""
+        keeps them with nothing in them. Copied once it holds under a quarter of its high point,
+        the table is sized to what is left."""
         if self._high >= COMPACT_FROM and len(self._seen) < self._high // 4:
             self._seen = dict(self._seen)
             self._high = len(self._seen)

@@ -516,8 +516,8 @@ class RunAssembler:
     def _stop_waiting(self, buffer: RunBuffer) -> None:
         """A completed run's calls stop waiting for their parents: a parent arriving later could
         no longer mark the run. Otherwise the calls of runs whose parent never comes (shed runs
-        of traces that never complete) stay after their runs, outside the memory estimate: tens
-        of MiB after the overload flood (docs/reliability.md)."""
+        of traces that never complete) stay after their runs, outside the memory estimate
+        (docs/reliability.md, "Overload")."""
         for parent_key in buffer.waiting_parents:
             waiting = self._children.get(parent_key)
             if waiting is not None:
