@@ -13,7 +13,7 @@ and CrewAI's executor runs them (the native tool-calling path real providers tak
 answer as text.
 
 No network: CREWAI_DISABLE_TELEMETRY / CREWAI_DISABLE_TRACKING / CREWAI_TRACING_ENABLED=false, and a
-socket guard refuses (and records) any connection to a non-local address. OTEL_SDK_DISABLED is NOT
+socket guard (fw_common) refuses and records any connection to a non-local address. OTEL_SDK_DISABLED is NOT
 set: CrewAI reads it to silence its own telemetry, but the OTel SDK reads it too and our
 TracerProvider would then record nothing.
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 
 os.environ.update({"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true",
@@ -39,20 +38,6 @@ os.environ.update({"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import fw_common as fw  # noqa: E402
-
-BLOCKED: list[str] = []
-_connect = socket.socket.connect
-
-
-def _guard(self, address):  # refuse anything but loopback / unix sockets
-    host = address[0] if isinstance(address, tuple) else str(address)
-    if isinstance(address, tuple) and host not in ("127.0.0.1", "::1", "localhost"):
-        BLOCKED.append(f"{host}:{address[1]}")
-        raise OSError(f"research socket guard: no network ({host})")
-    return _connect(self, address)
-
-
-socket.socket.connect = _guard
 
 ASK = "ask_question_to_coworker"
 EXTRA = {
@@ -166,10 +151,7 @@ def main() -> None:
     final = getattr(result, "raw", None)
     name = args.out or f"crew_{args.instr.replace('-', '_')}__{args.scenario}"
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
-              versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run,
-              extra={"blocked_connections": BLOCKED})
-    if BLOCKED:
-        print(f"  blocked connections: {BLOCKED}")
+              versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 
 
 if __name__ == "__main__":

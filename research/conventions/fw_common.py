@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from typing import Any, Callable
 
@@ -29,6 +30,21 @@ import common  # noqa: E402
 # tests (tests/calibrate/test_captured_recall.py pins the findings of each one; tests/receiver/
 # test_decode.py wants tool and model spans recognised in each). Moving them in is issue 30 item 2.
 FW_CAPTURES = os.environ.get("FW_CAPTURES") or os.path.join(common.HERE, "fw_captures")
+
+# No network: every script imports this module before its framework. Connections to anything but
+# loopback are refused and recorded in the capture's meta (`blocked_connections`).
+BLOCKED: list[str] = []
+_connect = socket.socket.connect
+
+
+def _guard(self, address):  # noqa: ANN001
+    if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+        BLOCKED.append(f"{address[0]}:{address[1]}")
+        raise OSError(f"research socket guard: no network ({address[0]})")
+    return _connect(self, address)
+
+
+socket.socket.connect = _guard
 
 A1 = {"order_id": "A-1"}
 B2 = {"order_id": "B-2"}
@@ -119,9 +135,11 @@ def finish(name: str, provider, exporter, recorder, *, scenario: str, turns: lis
         "versions": common.versions(["opentelemetry-sdk", "opentelemetry-api"] + versions),
         "final_output": None if final is None else str(final)[:500], "outcome": outcome,
         "import_seconds": t_import.seconds, "run_seconds": t_run.seconds,
-        "script": script_json(turns), "expected": expected, **(extra or {}),
+        "script": script_json(turns), "expected": expected, "blocked_connections": BLOCKED, **(extra or {}),
     }
     rows = common.dump(os.path.join(FW_CAPTURES, name + ".json"), exporter, recorder, meta)
+    if BLOCKED:
+        print(f"  blocked connections: {BLOCKED}")
     print(f"{name}: {len(rows)} spans, run {t_run.seconds}s, final={str(final)[:60]!r}, outcome={outcome[:200]}")
     tree = common.tree(rows)
     with open(os.path.join(FW_CAPTURES, name + ".tree.txt"), "w") as f:
