@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 30: recreate the per-framework venvs and every capture in fw_captures/, then audit them.
+# Issue 30: recreate the per-framework venvs and every capture in fw_captures/, then audit them
+# (fw_captures/AUDIT.md) and run today's recognise() over every span (fw_captures/RECOGNISE.md).
 #
 #   research/conventions/run_frameworks.sh [pai] [adk] [smol] [li] [crew]     (default: all five)
 #
@@ -74,4 +75,6 @@ for fw in "${FWS[@]}"; do
 done
 log "audit: $PROJECT_PY fw_audit.py (writes fw_captures/AUDIT.md)"
 PYTHONPATH=$ROOT "$PROJECT_PY" "$HERE/fw_audit.py" | tail -1
+log "recognise: $PROJECT_PY fw_recognise.py (writes fw_captures/RECOGNISE.md)"
+PYTHONPATH=$ROOT "$PROJECT_PY" "$HERE/fw_recognise.py" > /dev/null
 log "done"
