@@ -1,13 +1,14 @@
 """Google ADK + its built-in OTel spans, or OpenInference's GoogleADKInstrumentor; a scripted
 BaseLlm, InMemoryRunner, no network.
 
-Usage: python adk_run.py --instr {builtin,builtin-semconv,openinference} --scenario NAME [--out NAME]
+Usage: python adk_run.py --instr {builtin,builtin-content,openinference} --scenario NAME [--out NAME]
 
 --instr builtin:          ADK's own spans (tracer "gcp.vertex.agent") on the global TracerProvider;
                           defaults (ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS on)
---instr builtin-semconv:  the same with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental and
-                          OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (ADK's opt-in to
-                          the current GenAI conventions)
+--instr builtin-content:  the same with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY, the
+                          switch that puts tool arguments/results and messages on ADK's spans (off by
+                          default). OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental was tried on
+                          top and changed no attribute of any span.
 --instr openinference:    GoogleADKInstrumentor().instrument(tracer_provider=...) (it replaces ADK's tracer)
 
 Scenarios: fw_common.SCENARIOS (in `errors` flaky_tool raises and the agent's on_tool_error_callback
@@ -52,14 +53,13 @@ EXTRA = {
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--instr", required=True, choices=["builtin", "builtin-semconv", "openinference"])
+    ap.add_argument("--instr", required=True, choices=["builtin", "builtin-content", "openinference"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     turns, expected = EXTRA[args.scenario] if args.scenario in EXTRA else (
         fw.SCENARIOS[args.scenario], fw.EXPECTED[args.scenario])
-    if args.instr == "builtin-semconv":
-        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    if args.instr == "builtin-content":
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
 
     provider, exporter, recorder = fw.setup()  # global provider first: ADK takes its tracer at import
@@ -157,7 +157,7 @@ def main() -> None:
 
     with common.Timer() as t_run:
         outcome, final = fw.run_guarded(lambda: asyncio.run(run()))
-    combo = {"builtin": "adk_builtin", "builtin-semconv": "adk_builtin_semconv", "openinference": "adk_openinference"}
+    combo = {"builtin": "adk_builtin", "builtin-content": "adk_builtin_content", "openinference": "adk_openinference"}
     name = args.out or f"{combo[args.instr]}__{args.scenario}"
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)

@@ -55,7 +55,7 @@ for fw in "${FWS[@]}"; do
         for s in "${BASE[@]}" errors-raise delegate delegate-ok; do run pai pai_run.py --instr $i --scenario $s; done
       done ;;
     adk)
-      for i in builtin builtin-semconv openinference; do
+      for i in builtin builtin-content openinference; do
         for s in "${BASE[@]}" errors-raise handoff-pingpong handoff-single delegate; do
           run adk adk_run.py --instr $i --scenario $s
         done
