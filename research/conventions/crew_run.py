@@ -52,8 +52,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--instr", required=True, choices=["openinference", "openinference-events", "traceloop"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
+    ap.add_argument("--content", default="default", choices=["default", "off"],
+                    help="off: the instrumentation's content switch (fw_common.CONTENT_OFF_ENV)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.content == "off":
+        fw.content_off("openinference" if args.instr.startswith("openinference") else "traceloop")
     turns, expected = EXTRA[args.scenario] if args.scenario in EXTRA else (
         fw.SCENARIOS[args.scenario], fw.EXPECTED[args.scenario])
 
@@ -149,7 +153,7 @@ def main() -> None:
     with common.Timer() as t_run:
         outcome, result = fw.run_guarded(crew.kickoff)
     final = getattr(result, "raw", None)
-    name = args.out or f"crew_{args.instr.replace('-', '_')}__{args.scenario}"
+    name = args.out or fw.out_name(f"crew_{args.instr.replace('-', '_')}__{args.scenario}", args.content)
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 

@@ -73,6 +73,24 @@ EXPECTED: dict[str, dict[str, Any]] = {
 USAGE = [(100 + 10 * i, 7 + i) for i in range(20)]  # (input, output) tokens of model turn i
 
 
+# --content off: each instrumentation's own switch for tool arguments/results and messages.
+CONTENT_OFF_ENV = {
+    "openinference": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    "traceloop": {"TRACELOOP_TRACE_CONTENT": "false"},
+}
+
+
+def content_off(family: str) -> dict[str, str]:
+    """Set the content switch of an instrumentation family (before it is imported); returns it."""
+    env = CONTENT_OFF_ENV.get(family, {})
+    os.environ.update(env)
+    return env
+
+
+def out_name(base: str, content: str) -> str:
+    return base if content == "default" else f"{base}__content-{content}"
+
+
 def lookup_order(order_id: str) -> str:
     return f"order {order_id}: pending"
 

@@ -44,8 +44,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--instr", required=True, choices=["genai", "openinference"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
+    ap.add_argument("--content", default="default", choices=["default", "off"],
+                    help="off: the instrumentation's content switch (fw_common.CONTENT_OFF_ENV)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.content == "off":
+        fw.content_off("openinference" if args.instr == "openinference" else "")
     if args.scenario in EXTRA:
         turns, expected = EXTRA[args.scenario]
     else:
@@ -67,7 +71,7 @@ def main() -> None:
         pkgs += ["openinference-instrumentation-pydantic-ai", "openinference-instrumentation",
                  "openinference-semantic-conventions"]
     provider, exporter, recorder = fw.setup(extra)
-    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, include_content=args.content != "off"))
 
     script = fw.Script(turns)
 
@@ -140,7 +144,7 @@ def main() -> None:
     with common.Timer() as t_run:
         outcome, result = fw.run_guarded(lambda: asyncio.run(agent.run("Where is order A-1?")))
     final = getattr(result, "output", None)
-    name = args.out or f"pai_{'otel_genai' if args.instr == 'genai' else 'openinference'}__{args.scenario}"
+    name = args.out or fw.out_name(f"pai_{'otel_genai' if args.instr == 'genai' else 'openinference'}__{args.scenario}", args.content)
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 

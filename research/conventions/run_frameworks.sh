@@ -53,22 +53,29 @@ for fw in "${FWS[@]}"; do
     pai)
       for i in genai openinference; do
         for s in "${BASE[@]}" errors-raise delegate delegate-ok; do run pai pai_run.py --instr $i --scenario $s; done
+        for s in healthy repeat; do run pai pai_run.py --instr $i --scenario $s --content off; done
       done ;;
     adk)
       for i in builtin builtin-content openinference; do
         for s in "${BASE[@]}" errors-raise handoff-pingpong handoff-single delegate; do
           run adk adk_run.py --instr $i --scenario $s
         done
-      done ;;
+      done
+      for s in healthy repeat; do run adk adk_run.py --instr openinference --scenario $s --content off; done ;;
     smol)
-      for s in "${BASE[@]}" delegate delegate-ok; do run smol smol_run.py --scenario $s; done ;;
+      for s in "${BASE[@]}" delegate delegate-ok; do run smol smol_run.py --scenario $s; done
+      for s in healthy repeat; do run smol smol_run.py --scenario $s --content off; done ;;
     li)
       for i in openinference traceloop; do
         for s in "${BASE[@]}" handoff-pingpong handoff-single; do run li li_run.py --instr $i --scenario $s; done
+        for s in healthy repeat; do run li li_run.py --instr $i --scenario $s --content off; done
       done ;;
     crew)
       for i in openinference openinference-events traceloop; do
         for s in "${BASE[@]}" delegate; do run crew crew_run.py --instr $i --scenario $s; done
+      done
+      for i in openinference openinference-events; do
+        for s in healthy repeat; do run crew crew_run.py --instr $i --scenario $s --content off; done
       done ;;
     *) echo "unknown framework $fw" >&2; exit 2 ;;
   esac

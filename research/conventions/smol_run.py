@@ -46,8 +46,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--instr", default="openinference", choices=["openinference"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
+    ap.add_argument("--content", default="default", choices=["default", "off"],
+                    help="off: the instrumentation's content switch (fw_common.CONTENT_OFF_ENV)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.content == "off":
+        fw.content_off("openinference")
     if args.scenario in EXTRA:
         turns, expected = EXTRA[args.scenario]
     else:
@@ -139,7 +143,7 @@ def main() -> None:
 
     with common.Timer() as t_run:
         outcome, final = fw.run_guarded(lambda: agent.run("Where is order A-1?"))
-    name = args.out or f"smol_openinference__{args.scenario}"
+    name = args.out or fw.out_name(f"smol_openinference__{args.scenario}", args.content)
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 
