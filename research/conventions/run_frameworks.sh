@@ -64,7 +64,8 @@ for fw in "${FWS[@]}"; do
       for s in healthy repeat; do run adk adk_run.py --instr openinference --scenario $s --content off; done ;;
     smol)
       for s in "${BASE[@]}" delegate delegate-ok; do run smol smol_run.py --scenario $s; done
-      for s in healthy repeat; do run smol smol_run.py --scenario $s --content off; done ;;
+      for s in healthy repeat; do run smol smol_run.py --scenario $s --content off; done
+      for s in "${BASE[@]}"; do run smol smol_run.py --agent code --scenario $s; done ;;
     li)
       for i in openinference traceloop; do
         for s in "${BASE[@]}" handoff-pingpong handoff-single; do run li li_run.py --instr $i --scenario $s; done

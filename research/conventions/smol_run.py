@@ -1,7 +1,12 @@
 """smolagents ToolCallingAgent + OpenInference's SmolagentsInstrumentor, scripted Model, no network.
 smolagents has no OTel output of its own; OpenInference is the instrumentation its docs name.
 
-Usage: python smol_run.py --scenario NAME [--out NAME]
+Usage: python smol_run.py --scenario NAME [--agent {tools,code}] [--content {default,off}] [--out NAME]
+
+--agent tools (default): ToolCallingAgent (JSON tool calls).
+--agent code:            CodeAgent, smolagents' default agent: the model writes Python in <code> tags
+                         that calls the tools (a turn's calls in one code block, one after the other)
+                         and ends with final_answer("done") in code. Base scenarios only.
 
 The agent ends a run by calling its `final_answer` tool ({"answer": "done"}): that is a tool span
 too, so every label counts one call more than the scenario's own.
@@ -46,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--instr", default="openinference", choices=["openinference"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
+    ap.add_argument("--agent", default="tools", choices=["tools", "code"])
     ap.add_argument("--content", default="default", choices=["default", "off"],
                     help="off: the instrumentation's content switch (fw_common.CONTENT_OFF_ENV)")
     ap.add_argument("--out", default=None)
@@ -62,7 +68,7 @@ def main() -> None:
     provider, exporter, recorder = fw.setup()
     with common.Timer() as t_import:
         import smolagents
-        from smolagents import Model, ToolCallingAgent, tool
+        from smolagents import CodeAgent, Model, ToolCallingAgent, tool
         from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
         from smolagents.monitoring import TokenUsage
 
@@ -78,9 +84,20 @@ def main() -> None:
         return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=calls,
                            token_usage=TokenUsage(input_tokens=tin, output_tokens=tout))
 
+    def code_message(step, tin, tout) -> ChatMessage:
+        if isinstance(step, str):
+            code = f"final_answer({step!r})"
+        else:
+            code = "\n".join(f"r{k} = {n}({', '.join(f'{a}={v!r}' for a, v in args.items())})\nprint(r{k})"
+                             for k, (c, n, args) in enumerate(step))
+        return ChatMessage(role=MessageRole.ASSISTANT, content=f"Thought: next step.\n<code>\n{code}\n</code>",
+                           token_usage=TokenUsage(input_tokens=tin, output_tokens=tout))
+
     class ScriptedModel(Model):
         def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kw):
             i, step, (tin, tout) = script.next()
+            if args.agent == "code":
+                return code_message(step, tin, tout)
             return message(step, tin, tout)
 
     class SpecialistModel(Model):
@@ -138,12 +155,14 @@ def main() -> None:
         managed = [ToolCallingAgent(tools=[lookup_order], model=SpecialistModel(model_id="specialist-model"),
                                     name="specialist", description="Answers order questions.", max_steps=5,
                                     verbosity_level=0)]
-    agent = ToolCallingAgent(tools=[lookup_order, get_shipping, flaky_tool], model=ScriptedModel(model_id="scripted-model"),
-                             managed_agents=managed, max_steps=20, verbosity_level=0, name="order_agent")
+    cls = CodeAgent if args.agent == "code" else ToolCallingAgent
+    agent = cls(tools=[lookup_order, get_shipping, flaky_tool], model=ScriptedModel(model_id="scripted-model"),
+                managed_agents=managed, max_steps=20, verbosity_level=0, name="order_agent")
 
     with common.Timer() as t_run:
         outcome, final = fw.run_guarded(lambda: agent.run("Where is order A-1?"))
-    name = args.out or fw.out_name(f"smol_openinference__{args.scenario}", args.content)
+    name = args.out or fw.out_name(f"smol{'_code' if args.agent == 'code' else ''}_openinference__{args.scenario}",
+                                     args.content)
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 
