@@ -48,10 +48,48 @@ EXTRA = {
 }
 
 
+def serve_chat_completions(script) -> str:
+    """A loopback HTTP server answering POST .../chat/completions with the script's next turn."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # quiet
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            i, step, (tin, tout) = script.next()
+            if isinstance(step, str):
+                msg, finish = {"role": "assistant", "content": step}, "stop"
+            else:
+                msg = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                    for c, n, a in step]}
+                finish = "tool_calls"
+            body = json.dumps({"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1700000000 + i,
+                               "model": "gpt-4o-mini-2024-07-18",
+                               "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
+                               "usage": {"prompt_tokens": tin, "completion_tokens": tout,
+                                         "total_tokens": tin + tout}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--instr", required=True, choices=["openinference", "openinference-events", "traceloop"])
     ap.add_argument("--scenario", required=True, choices=list(fw.SCENARIOS) + list(EXTRA))
+    ap.add_argument("--model", default="scripted", choices=["scripted", "openai-local"],
+                    help="openai-local: CrewAI's own LLM class (OpenAI provider) against a scripted "
+                         "chat-completions server on 127.0.0.1 (the provider's real code path)")
     ap.add_argument("--content", default="default", choices=["default", "off"],
                     help="off: the instrumentation's content switch (fw_common.CONTENT_OFF_ENV)")
     ap.add_argument("--out", default=None)
@@ -138,9 +176,15 @@ def main() -> None:
         recorder.probe("flaky_tool")
         return fw.flaky(x, mode)
 
+    llm = ScriptedLLM(model="scripted-model")
+    if args.model == "openai-local":
+        from crewai import LLM
+
+        base = serve_chat_completions(script)
+        llm = LLM(model="openai/gpt-4o-mini", base_url=base, api_key="sk-dummy-no-network")
     agents = []
     agent = Agent(role="Order agent", goal="Answer where an order is", backstory="You look up orders.",
-                  tools=[lookup_order, get_shipping, flaky_tool], llm=ScriptedLLM(model="scripted-model"),
+                  tools=[lookup_order, get_shipping, flaky_tool], llm=llm,
                   allow_delegation=args.scenario == "delegate", max_iter=25, verbose=False, cache=False)
     agents.append(agent)
     if args.scenario == "delegate":
@@ -153,7 +197,10 @@ def main() -> None:
     with common.Timer() as t_run:
         outcome, result = fw.run_guarded(crew.kickoff)
     final = getattr(result, "raw", None)
-    name = args.out or fw.out_name(f"crew_{args.instr.replace('-', '_')}__{args.scenario}", args.content)
+    base_name = f"crew_{args.instr.replace('-', '_')}__{args.scenario}"
+    if args.model == "openai-local":
+        base_name = f"crew_{args.instr.replace('-', '_')}__llm-openai__{args.scenario}"
+    name = args.out or fw.out_name(base_name, args.content)
     fw.finish(name, provider, exporter, recorder, scenario=args.scenario, turns=turns, expected=expected,
               versions=pkgs, outcome=outcome, final=final, t_import=t_import, t_run=t_run)
 

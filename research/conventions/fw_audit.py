@@ -61,7 +61,10 @@ def _grid(rows: list[dict]) -> str:
     cells: dict[str, dict[str, str]] = {}
     scenarios: list[str] = []
     for r in rows:
-        combo, _, scenario = r["capture"].partition("__")
+        parts = r["capture"].split("__")  # <combo>[__llm-openai]__<scenario>[__content-off]
+        variants = [p for p in parts[1:] if p in ("llm-openai", "content-off")]
+        combo = "__".join([parts[0]] + variants)
+        scenario = next(p for p in parts[1:] if p not in variants)
         if scenario not in scenarios:
             scenarios.append(scenario)
         if r["ok"]:

@@ -77,6 +77,9 @@ for fw in "${FWS[@]}"; do
       done
       for i in openinference openinference-events; do
         for s in healthy repeat; do run crew crew_run.py --instr $i --scenario $s --content off; done
+      done
+      for i in openinference openinference-events traceloop; do
+        for s in "${BASE[@]}"; do run crew crew_run.py --instr $i --scenario $s --model openai-local; done
       done ;;
     *) echo "unknown framework $fw" >&2; exit 2 ;;
   esac
