@@ -151,6 +151,6 @@ def test_no_module_lists_the_fields_of_a_call_record(record: type) -> None:
 def test_snapshot_format_covers_every_tool_call_field() -> None:
     from otel_loopguard.receiver.state import snapshot
 
-    saved = set(snapshot._TOOL_CALL) | {"flags", "evidence"}  # noqa: SLF001 - our own module
+    saved = set(snapshot._TOOL_CALL) | {"flags", "evidence", "equivalence"}  # noqa: SLF001 - our own module
     assert saved == {f.name for f in dataclasses.fields(ToolCall)}
     assert set(snapshot._EVIDENCE) | {"item_ids"} == {f.name for f in dataclasses.fields(Evidence)}  # noqa: SLF001

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ...calls import Evidence, GuardEvent, ModelCall, RawCall, ToolCall
+from ...calls import NO_EQUIVALENCE, Evidence, GuardEvent, ModelCall, RawCall, ToolCall
+from ...conventions.sketches import from_attributes, to_attributes
 from ...fingerprint import Fingerprinter
 from ..runs.buffer import RunBuffer
 
@@ -86,14 +87,19 @@ def _checked(data: Any, schema: dict[str, tuple[type, ...]], what: str) -> dict[
 def _tool_call_out(c: ToolCall) -> dict[str, Any]:
     e = c.evidence
     return {**_fields(c, _TOOL_CALL), "flags": sorted(c.flags),
-            "evidence": {**_fields(e, _EVIDENCE), "item_ids": list(e.item_ids)}}
+            "evidence": {**_fields(e, _EVIDENCE), "item_ids": list(e.item_ids)},
+            "equivalence": to_attributes(c.equivalence)}
 
 
 def _tool_call_in(data: Any) -> ToolCall:
     if not isinstance(data, dict):
         raise SnapshotError("call: not an object")
     flags, evidence = data.get("flags"), data.get("evidence")
-    plain = _checked({k: v for k, v in data.items() if k not in ("flags", "evidence")}, _TOOL_CALL, "call")
+    sketches = data.get("equivalence", {})  # absent in a snapshot saved before sketches existed
+    plain = _checked({k: v for k, v in data.items() if k not in ("flags", "evidence", "equivalence")}, _TOOL_CALL,
+                     "call")
+    if not isinstance(sketches, dict):
+        raise SnapshotError("call.equivalence: not an object")
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise SnapshotError("call.flags: expected a list of strings")
     if not isinstance(evidence, dict):
@@ -102,7 +108,8 @@ def _tool_call_in(data: Any) -> ToolCall:
     if not isinstance(items, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
         raise SnapshotError("call.evidence.item_ids: expected a list of integers")
     ev = _checked({k: v for k, v in evidence.items() if k != "item_ids"}, _EVIDENCE, "call.evidence")
-    return ToolCall(**plain, flags=frozenset(flags), evidence=Evidence(**ev, item_ids=tuple(items)))
+    return ToolCall(**plain, flags=frozenset(flags), evidence=Evidence(**ev, item_ids=tuple(items)),
+                    equivalence=from_attributes(sketches) or NO_EQUIVALENCE)
 
 
 def _op_out(op: tuple[Any, ...]) -> list[Any]:
