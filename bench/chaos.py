@@ -32,6 +32,13 @@ processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
                 by default `serve` uses glibc's (receiver/ops/trim.py);
 - huge:         one request of 100,000 spans while another sender sends 512-span requests:
                 how long the small requests wait meanwhile, and resident memory.
+With the load of issue 27 (tests/reliability/load_app.py: 100 new traces a second, a tool call
+every 0.3 s in each of about 270 open traces, 9 a trace, the SDK's default exporter) straight to
+`serve --state-dir`, restarted at 10 s of 20 (tests/reliability/handover.py):
+- restart-stop-start: SIGTERM, then a new process once the old one exited (the old way);
+- restart-kill:       SIGKILL, then a new process at once;
+- restart-handover:   a new process started beside the running one: it listens on the same port
+                      (SO_REUSEPORT), the old one stops, the new one takes the state over.
 Figures: docs/reliability.md.
 """
 
@@ -53,6 +60,7 @@ from collector import scenarios as S  # noqa: E402
 from collector.backend import CountingBackend  # noqa: E402
 from live import ReceiverProcess  # noqa: E402
 from reliability import flood as F  # noqa: E402
+from reliability import handover as H  # noqa: E402
 
 RUNS, RATE = 1000, 20.0  # 50 s of traffic
 
@@ -221,7 +229,16 @@ def huge_row(work: Path) -> dict[str, Any]:
         sink.stop()
 
 
-OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {"overload": overload_row, "huge": huge_row}
+def restart_row(how: str) -> Callable[[Path], dict[str, Any]]:
+    """The load of issue 27 (100 new traces a second, one tool call every 0.3 s in each of about 270
+    open traces, the SDK's default exporter) straight to `serve --state-dir`, restarted at 10 s of
+    20 (tests/reliability/handover.py)."""
+    return lambda work: H.run(work, how, rate=100, seconds=20, at=10)
+
+
+OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "overload": overload_row, "huge": huge_row, "restart-stop-start": restart_row("stop-start"),
+    "restart-kill": restart_row("kill-start"), "restart-handover": restart_row("handover")}
 
 
 def main() -> None:
