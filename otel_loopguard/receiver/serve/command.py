@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Optional
 
 from ...errors import LoopguardError
 from ..config import from_sources
@@ -68,10 +69,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare_process() -> None:
     """Before `run`, in a process started to serve: the allocator that gives memory back after
-    a burst (trim.py; may replace the process with itself, once)."""
+    a burst (trim.py; may replace the process with itself, once). The process it becomes runs
+    `python -m otel_loopguard.receiver.serve` with the same arguments: the serve command alone,
+    without importing the other commands again (a restarted receiver answers that much sooner:
+    docs/reliability.md, "Restarts without a gap")."""
     from ..ops import trim
 
-    trim.serve_with_malloc()
+    trim.serve_with_malloc(_serve_only_argv())
+
+
+def _serve_only_argv() -> Optional[list[str]]:
+    """The interpreter's options, then `-m otel_loopguard.receiver.serve` and the command line's
+    arguments; None (the same command line again) when the command line is not understood."""
+    orig, tail = list(getattr(sys, "orig_argv", [])), sys.argv[1:]
+    if len(orig) < len(tail) + 2 or orig[len(orig) - len(tail):] != tail:
+        return None
+    head = orig[1:len(orig) - len(tail) - 1]  # without the interpreter and the program (module or script)
+    if head and head[-1] == "-m":
+        head = head[:-1]
+    if any(not a.startswith("-") or a in ("-c", "-m") for a in head):  # an option with a value apart: not sure
+        return None
+    return [*head, "-m", "otel_loopguard.receiver.serve", *tail]
+
+
+def main() -> int:
+    """`otel-loopguard [-v] serve ...` for the serve command only (what prepare_process runs)."""
+    import logging
+
+    parser = argparse.ArgumentParser(prog="otel-loopguard")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_arguments(commands.add_parser("serve"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="otel-loopguard: %(levelname)s: %(message)s")  # as cli.py's for serve
+    return run(args)
 
 
 def run(args: argparse.Namespace) -> int:
