@@ -72,10 +72,10 @@ class Prober:
 
 
 def start_load_app(port: int, workdir: Path, *, rate: float, seconds: float, calls: int = 9,
-                   interval: float = 0.3) -> S.App:
+                   interval: float = 0.3, app_env: Optional[dict[str, str]] = None) -> S.App:
     out, log = workdir / "app.json", workdir / "app.log"
     env = child_env(lambda k: k.startswith("OTEL_"), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
-                    OTEL_SERVICE_NAME="restart-load-app", OTEL_LOOPGUARD_KEY=S.KEY)
+                    OTEL_SERVICE_NAME="restart-load-app", OTEL_LOOPGUARD_KEY=S.KEY, **(app_env or {}))
     command = [sys.executable, str(LOAD_APP), "--out", str(out), "--rate", str(rate), "--seconds", str(seconds),
                "--calls", str(calls), "--interval", str(interval)]
     with log.open("w") as err:
@@ -128,7 +128,8 @@ def restart(r: ReceiverProcess, how: str, timeout: float = 60) -> dict[str, floa
 
 
 def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: float = 10, calls: int = 9,
-        interval: float = 0.3, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+        interval: float = 0.3, extra: tuple[str, ...] = (), app_env: Optional[dict[str, str]] = None
+        ) -> dict[str, Any]:
     """The app at `rate` traces a second for `seconds`, the receiver restarted `how` at `at` s;
     what the backend got (S.delivery) with the restart's timings, refusals and the SDK's drops."""
     backend = CountingBackend()
@@ -136,7 +137,8 @@ def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: 
     prober: Optional[Prober] = None
     try:
         start = time.monotonic()
-        app = start_load_app(r.port, workdir, rate=rate, seconds=seconds, calls=calls, interval=interval)
+        app = start_load_app(r.port, workdir, rate=rate, seconds=seconds, calls=calls, interval=interval,
+                             app_env=app_env)
         time.sleep(max(0.0, start + at - time.monotonic()))
         prober = Prober(r.port).start()
         timings = restart(r, how)
