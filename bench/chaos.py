@@ -39,7 +39,8 @@ every 0.3 s in each of about 270 open traces, 9 a trace, the SDK's default expor
 - restart-kill:       SIGKILL, then a new process at once;
 - restart-handover:   a new process started beside the running one: it listens on the same port
                       (SO_REUSEPORT), the old one stops, the new one takes the state over;
-- restart-kill-queue8k: restart-kill with the app's queue at 8,192 spans (OTEL_BSP_MAX_QUEUE_SIZE).
+- restart-kill-queue8k: restart-kill with the app's queue at 8,192 spans (OTEL_BSP_MAX_QUEUE_SIZE);
+- restart-term-start: SIGTERM and a new process started at the same moment.
 Figures: docs/reliability.md.
 """
 
@@ -240,7 +241,8 @@ def restart_row(how: str, **app_env: str) -> Callable[[Path], dict[str, Any]]:
 OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "overload": overload_row, "huge": huge_row, "restart-stop-start": restart_row("stop-start"),
     "restart-kill": restart_row("kill-start"), "restart-handover": restart_row("handover"),
-    "restart-kill-queue8k": restart_row("kill-start", OTEL_BSP_MAX_QUEUE_SIZE="8192")}
+    "restart-kill-queue8k": restart_row("kill-start", OTEL_BSP_MAX_QUEUE_SIZE="8192"),
+    "restart-term-start": restart_row("term-start")}
 
 
 def main() -> None:

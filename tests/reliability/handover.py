@@ -4,6 +4,8 @@ straight to `serve --forward ... --state-dir DIR`, and the receiver is restarted
 Three ways to restart, on the same port and state directory:
 - "stop-start": SIGTERM, wait for the process to exit, start a new one (the old way);
 - "kill-start": SIGKILL, start a new one at once;
+- "term-start": SIGTERM and a new process at the same moment (it takes over if the old one
+                still holds the state directory, else starts as after a stop);
 - "handover":   start a new one while the old one serves; the new one listens beside it
                 (SO_REUSEPORT), asks it to stop, takes the state directory over when it is
                 released (docs/reliability.md, "Restarts without a gap").
@@ -112,7 +114,9 @@ def restart(r: ReceiverProcess, how: str, timeout: float = 60) -> dict[str, floa
         r.stop(signal.SIGKILL)
         r.start()
         return {"restart_s": round(time.monotonic() - t0, 2)}
-    assert how == "handover", how
+    assert how in ("handover", "term-start"), how
+    if how == "term-start":
+        old.send_signal(signal.SIGTERM)
     new = spawn(r)
     log = r.stderr
 
