@@ -40,7 +40,8 @@ every 0.3 s in each of about 270 open traces, 9 a trace, the SDK's default expor
 - restart-handover:   a new process started beside the running one: it listens on the same port
                       (SO_REUSEPORT), the old one stops, the new one takes the state over;
 - restart-kill-queue8k: restart-kill with the app's queue at 8,192 spans (OTEL_BSP_MAX_QUEUE_SIZE);
-- restart-term-start: SIGTERM and a new process started at the same moment.
+- restart-term-start: SIGTERM and a new process started at the same moment;
+- restart-term-start-wait: the same with --handover-wait-seconds 5.
 Figures: docs/reliability.md.
 """
 
@@ -231,18 +232,19 @@ def huge_row(work: Path) -> dict[str, Any]:
         sink.stop()
 
 
-def restart_row(how: str, **app_env: str) -> Callable[[Path], dict[str, Any]]:
+def restart_row(how: str, *extra: str, **app_env: str) -> Callable[[Path], dict[str, Any]]:
     """The load of issue 27 (100 new traces a second, one tool call every 0.3 s in each of about 270
     open traces, the SDK's default exporter) straight to `serve --state-dir`, restarted at 10 s of
     20 (tests/reliability/handover.py)."""
-    return lambda work: H.run(work, how, rate=100, seconds=20, at=10, app_env=app_env)
+    return lambda work: H.run(work, how, rate=100, seconds=20, at=10, extra=extra, app_env=app_env)
 
 
 OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "overload": overload_row, "huge": huge_row, "restart-stop-start": restart_row("stop-start"),
     "restart-kill": restart_row("kill-start"), "restart-handover": restart_row("handover"),
     "restart-kill-queue8k": restart_row("kill-start", OTEL_BSP_MAX_QUEUE_SIZE="8192"),
-    "restart-term-start": restart_row("term-start")}
+    "restart-term-start": restart_row("term-start"),
+    "restart-term-start-wait": restart_row("term-start", "--handover-wait-seconds", "5")}
 
 
 def main() -> None:

@@ -154,7 +154,8 @@ def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: 
         except AssertionError:  # spans missing for good: count what arrived
             row = S.delivery(backend, result).row()
         row.update(timings, refused_connects=prober.refused, port_closed_s=round(prober.longest, 3),
-                   sdk_dropped=result.get("sdk_dropped_warnings", 0))
+                   exporter_retries=result.get("exporter_retries"), exporter_failures=result.get("exporter_failures"),
+                   sdk_queue_full=bool(result.get("sdk_queue_full")))
         return row
     finally:
         if prober is not None:

@@ -8,8 +8,8 @@ two spans), one every `--interval` seconds (so about rate x calls x interval tra
 then ends its root span. Every other trace loops (the same lookup, the same result, each
 time); the others look up something new each time. When it has flushed it writes to --out
 every span id it ended, by trace, and which traces loop, so a test counts what reached the
-backend (tests/collector/scenarios.py, `delivery`), and how many spans the SDK dropped
-("Queue full"), read from its log.
+backend (tests/collector/scenarios.py, `delivery`), and what the SDK said meanwhile (its queue
+full, its exporter retrying or giving up).
 
   python load_app.py --out FILE [--rate 100] [--seconds 20] [--calls 9] [--interval 0.3]
 """
@@ -41,20 +41,29 @@ class Ledger(SpanProcessor):
         self.spans[format(ctx.trace_id, "032x")].append(format(ctx.span_id, "016x"))
 
 
-class Dropped(logging.Handler):
-    """Counts the SDK's "Queue full, dropping span" warnings (one a dropped span, or a summary)."""
+class Exporting(logging.Handler):
+    """What the SDK says while exporting: "Queue full, dropping span" (logged once, not per span),
+    the exporter's retries ("Transient error ... retrying") and batches it gave up on."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.count = 0
+        self.queue_full = 0
+        self.retries = 0
+        self.failures = 0
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
-        if "queue" in text.lower() and "drop" in text.lower():
-            self.count += 1
-            if len(self.messages) < 5:
-                self.messages.append(text)
+        if "Queue full" in text:
+            self.queue_full += 1
+        elif "Transient error" in text:
+            self.retries += 1
+        elif "Failed to export" in text:
+            self.failures += 1
+        else:
+            return
+        if len(self.messages) < 10:
+            self.messages.append(f"{time.monotonic():.2f} {text[:200]}")
 
 
 def _turn(tracer: Any, root: Any, run: int, i: int, looping: bool) -> None:
@@ -106,8 +115,8 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.3, help="seconds between a trace's calls")
     args = parser.parse_args()
 
-    dropped = Dropped()
-    logging.getLogger("opentelemetry").addHandler(dropped)
+    said = Exporting()
+    logging.getLogger("opentelemetry").addHandler(said)
     provider = otel_loopguard.install().provider
     ledger = Ledger()
     provider.add_span_processor(ledger)
@@ -118,8 +127,8 @@ def main() -> int:
     provider.shutdown()
     with open(args.out, "w", encoding="utf-8") as out:
         json.dump({"spans": ledger.spans, "loops": loops, "healthy": healthy, "conversations": {},
-                   "flushed": flushed, "seconds": time.monotonic() - start, "sdk_dropped_warnings": dropped.count,
-                   "sdk_dropped_messages": dropped.messages}, out)
+                   "flushed": flushed, "seconds": time.monotonic() - start, "sdk_queue_full": said.queue_full,
+                   "exporter_retries": said.retries, "exporter_failures": said.failures, "sdk_said": said.messages}, out)
     return 0
 
 

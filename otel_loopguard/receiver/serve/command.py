@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-fsync", action="store_true", default=None,
                         help="with --state-dir: force every write to disk before answering the sender (slower; "
                              "without it a killed process loses nothing, a power loss the last seconds)")
+    parser.add_argument("--handover-wait-seconds", type=float, metavar="S",
+                        help="with --state-dir: on SIGTERM, keep serving up to S seconds for a new receiver on the "
+                        "same state directory to start and take over, so the port never closes (default 0: a "
+                        "new receiver started first is waited for, none other)")
     parser.add_argument("--memory-limit-mib", type=int, metavar="N",
                         help="estimated memory of dedupe table, open runs, queues and requests stays within N MiB: "
                              "oldest open runs are judged early, then senders get UNAVAILABLE (default 1024)")

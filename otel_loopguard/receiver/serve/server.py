@@ -393,23 +393,26 @@ async def run_until_signal(config: ReceiverConfig) -> None:
     started.append(await start(config))
     await stop.wait()
     if config.state_dir:
-        await successor_listening(Path(config.state_dir))
+        await successor_listening(Path(config.state_dir), announce=config.handover_wait_seconds)
     _log.info("shutting down: completing open runs and flushing findings")
     await started[0].stop()
 
 
-async def successor_listening(state_dir: Path, timeout: float = SUCCESSOR_WAIT_SECONDS) -> None:
-    """On SIGTERM: if a successor announced itself (its inbox) but does not listen yet, wait for
-    it (bounded), so the port never closes; with none coming, return at once."""
-    deadline = time.monotonic() + timeout
+async def successor_listening(state_dir: Path, timeout: float = SUCCESSOR_WAIT_SECONDS,
+                              announce: float = 0.0) -> None:
+    """On SIGTERM: if a successor announced itself (its inbox), or does so within `announce`
+    seconds, wait for it to listen (bounded), so the port never closes; else return."""
+    started = time.monotonic()
     while True:
         found = successor(state_dir)
-        if found is None or found[1]:
-            if found is not None:
-                _log.info("pid %s listens on this port and takes the state directory over: stopping", found[0])
+        if found is not None and found[1]:
+            _log.info("pid %s listens on this port and takes the state directory over: stopping", found[0])
             return
-        if time.monotonic() > deadline:
+        waited = time.monotonic() - started
+        if found is None and waited >= announce:
+            return
+        if found is not None and waited > announce + timeout:
             _log.warning("pid %s announced itself as successor but is not listening after %.0f s: stopping anyway",
-                         found[0], timeout)
+                         found[0], waited)
             return
         await asyncio.sleep(LOCK_POLL_SECONDS)
