@@ -41,7 +41,8 @@ every 0.3 s in each of about 270 open traces, 9 a trace, the SDK's default expor
                       (SO_REUSEPORT), the old one stops, the new one takes the state over;
 - restart-kill-queue8k: restart-kill with the app's queue at 8,192 spans (OTEL_BSP_MAX_QUEUE_SIZE);
 - restart-term-start: SIGTERM and a new process started at the same moment;
-- restart-term-start-wait: the same with --handover-wait-seconds 5.
+- restart-term-start-wait: the same with --handover-wait-seconds 5;
+- restart-none:       no restart (the baseline: what the load costs the machine alone).
 Figures: docs/reliability.md.
 """
 
@@ -244,7 +245,8 @@ OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "restart-kill": restart_row("kill-start"), "restart-handover": restart_row("handover"),
     "restart-kill-queue8k": restart_row("kill-start", OTEL_BSP_MAX_QUEUE_SIZE="8192"),
     "restart-term-start": restart_row("term-start"),
-    "restart-term-start-wait": restart_row("term-start", "--handover-wait-seconds", "5")}
+    "restart-term-start-wait": restart_row("term-start", "--handover-wait-seconds", "5"),
+    "restart-none": restart_row("none")}
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Restarts under load with real processes (issue 27): an app on the SDK's default exporter sends
 straight to `serve --forward ... --state-dir DIR`, and the receiver is restarted mid-stream.
 
-Three ways to restart, on the same port and state directory:
+Ways to restart, on the same port and state directory ("none": no restart, the baseline):
 - "stop-start": SIGTERM, wait for the process to exit, start a new one (the old way);
 - "kill-start": SIGKILL, start a new one at once;
 - "term-start": SIGTERM and a new process at the same moment (it takes over if the old one
@@ -106,6 +106,8 @@ def restart(r: ReceiverProcess, how: str, timeout: float = 60) -> dict[str, floa
     t0 = time.monotonic()
     old = r.proc
     assert old is not None
+    if how == "none":  # the baseline: what the load loses without a restart
+        return {}
     if how == "stop-start":
         r.stop(signal.SIGTERM)
         r.start()
