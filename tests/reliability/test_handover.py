@@ -9,6 +9,8 @@ sending straight to them at a moderate load, a counting backend; loopback only.
 - SIGKILL and a new process at once: the app's exporter retries, and no span is lost.
 - The control: stop, then start (the old way) leaves the port closed for a while, which the
   prober sees; the test fails when that gap is gone, showing it can.
+- The protocol's edges: a successor waits for the lock and keeps what it took in; an inbox
+  whose process died is replayed by the next owner; a receiver on another address is refused.
 Each waits on what the processes say (log lines, what the backend stored), bounded.
 """
 
@@ -79,5 +81,57 @@ def test_a_successor_waits_for_the_lock_and_keeps_what_it_took_in(tmp_path: Path
         assert all(backend.app_counts()[k] == 1 for k in wanted)
         assert not (tmp_path / "state" / "inbox").exists() or not any((tmp_path / "state" / "inbox").iterdir())
     finally:
+        r.stop()
+        backend.down()
+
+
+def test_an_inbox_left_by_a_dead_successor_is_replayed_by_the_next_owner(tmp_path: Path) -> None:
+    """A successor killed after answering into its inbox: the requests it answered are not lost."""
+    from collector import scenarios as S
+    from collector.backend import CountingBackend
+
+    from otel_loopguard.receiver.state.spool import Spool
+
+    from .test_restarts import spans_of
+    from . import handmade
+
+    orphan = tmp_path / "state" / "inbox" / "999999"
+    orphan.mkdir(parents=True)
+    (orphan / "lock").touch()  # no process holds it: its owner is gone
+    answered = handmade.many(2)
+    spool = Spool(orphan)
+    spool.recover()
+    for data in answered:
+        spool.append(data, 0, b"")
+    spool.close()
+    backend = CountingBackend()
+    r = H.receiver(backend, tmp_path).start()
+    try:
+        wanted = spans_of(answered)
+        wait_until(lambda: wanted <= set(backend.app_counts()), 30, "the orphaned inbox was not replayed",
+                   explain=r.logs)
+        assert not orphan.exists()
+        assert "2 requests taken in meanwhile replayed" in r.logs()
+    finally:
+        r.stop()
+        backend.down()
+
+
+def test_a_second_receiver_on_another_address_is_still_refused(tmp_path: Path) -> None:
+    """Only a receiver listening where the owner listens takes over; any other stops at start."""
+    from collector.backend import CountingBackend
+    from live import ReceiverProcess
+
+    backend = CountingBackend()
+    r = H.receiver(backend, tmp_path).start()
+    other = ReceiverProcess(r.args, r.env, tmp_path)
+    try:
+        proc = H.spawn(other)
+        assert proc.wait(60) == 2
+        err = other.stderr.read_text()
+        assert "is in use by another otel-loopguard receiver" in err and "must listen on the same address" in err, err
+        assert r.proc is not None and r.proc.poll() is None  # the owner goes on
+    finally:
+        other.stop()
         r.stop()
         backend.down()
