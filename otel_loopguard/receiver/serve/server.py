@@ -136,10 +136,15 @@ async def _take_over(config: ReceiverConfig, settings: _Settings, metrics: Metri
     await _open(listening)
     claim.inbox.listening()
     _ask_to_stop(claim.predecessor, config.listen)
-    state = await _state(config, claim)
-    # Restoring (snapshot, requests a crash left unjudged) takes a while: off the event loop,
-    # which keeps answering into the inbox. Nothing built here is used before it returns.
-    pipeline = await asyncio.to_thread(_pipeline, config, settings, metrics, downstream, state, limit)
+    try:
+        state = await _state(config, claim)
+        # Restoring (snapshot, requests a crash left unjudged) takes a while: off the event loop,
+        # which keeps answering into the inbox. Nothing built here is used before it returns.
+        pipeline = await asyncio.to_thread(_pipeline, config, settings, metrics, downstream, state, limit)
+    except BaseException:  # what was answered into the inbox stays there for the next owner
+        await listening.server.stop(None)
+        claim.release(remove=front.taken_in == 0)
+        raise
     ports = await _with_metrics(config, settings, metrics, downstream, state, listening, claim, front)
     tasks, reloader = await _serve(config, settings, metrics, pipeline, state)
     replayed = await front.replay(pipeline.receiver, orphans(state.state.path))

@@ -57,16 +57,24 @@ def owner(state_dir: Path) -> tuple[Optional[int], str]:
         return None, ""
 
 
+def _flock(fd: int) -> None:
+    """An exclusive flock, or OSError when another process holds it (no-op where there is no
+    fcntl: there one receiver per directory is up to the operator, as in directory.py)."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def _held(lock: Path) -> bool:
     """True when a live process holds the flock on `lock`."""
-    import fcntl
-
     try:
         fd = os.open(lock, os.O_RDWR)
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock(fd)
     except OSError as exc:
         return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
     finally:
@@ -78,14 +86,12 @@ class Inbox:
     """This process's inbox (see the module docstring): flocked for its life, a spool of requests."""
 
     def __init__(self, state_dir: Path, fsync: bool = False):
-        import fcntl
-
         self.path = state_dir / INBOX / str(os.getpid())
         if self.path.exists():  # a pid reused after a crash: that inbox is an orphan now, replay it later
             self.path.rename(self.path.with_name(f"{os.getpid()}.{os.urandom(4).hex()}"))
         self.path.mkdir(parents=True)
         self._lock = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock(self._lock)
         self.spool = Spool(self.path, fsync=fsync)
         self.spool.recover()
 
