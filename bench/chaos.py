@@ -32,6 +32,17 @@ processor or on the plain SDK (`-plain`: untagged spans, no sequence numbers):
                 by default `serve` uses glibc's (receiver/ops/trim.py);
 - huge:         one request of 100,000 spans while another sender sends 512-span requests:
                 how long the small requests wait meanwhile, and resident memory.
+With the load of issue 27 (tests/reliability/load_app.py: 100 new traces a second, a tool call
+every 0.3 s in each of about 270 open traces, 9 a trace, the SDK's default exporter) straight to
+`serve --state-dir`, restarted at 10 s of 20 (tests/reliability/handover.py):
+- restart-stop-start: SIGTERM, then a new process once the old one exited (the old way);
+- restart-kill:       SIGKILL, then a new process at once;
+- restart-handover:   a new process started beside the running one: it listens on the same port
+                      (SO_REUSEPORT), the old one stops, the new one takes the state over;
+- restart-kill-queue8k: restart-kill with the app's queue at 8,192 spans (OTEL_BSP_MAX_QUEUE_SIZE);
+- restart-term-start: SIGTERM and a new process started at the same moment;
+- restart-term-start-wait: the same with --handover-wait-seconds 5;
+- restart-none:       no restart (the baseline: what the load costs the machine alone).
 Figures: docs/reliability.md.
 """
 
@@ -53,6 +64,7 @@ from collector import scenarios as S  # noqa: E402
 from collector.backend import CountingBackend  # noqa: E402
 from live import ReceiverProcess  # noqa: E402
 from reliability import flood as F  # noqa: E402
+from reliability import handover as H  # noqa: E402
 
 RUNS, RATE = 1000, 20.0  # 50 s of traffic
 
@@ -221,7 +233,20 @@ def huge_row(work: Path) -> dict[str, Any]:
         sink.stop()
 
 
-OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {"overload": overload_row, "huge": huge_row}
+def restart_row(how: str, *extra: str, **app_env: str) -> Callable[[Path], dict[str, Any]]:
+    """The load of issue 27 (100 new traces a second, one tool call every 0.3 s in each of about 270
+    open traces, the SDK's default exporter) straight to `serve --state-dir`, restarted at 10 s of
+    20 (tests/reliability/handover.py)."""
+    return lambda work: H.run(work, how, rate=100, seconds=20, at=10, extra=extra, app_env=app_env)
+
+
+OTHERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "overload": overload_row, "huge": huge_row, "restart-stop-start": restart_row("stop-start"),
+    "restart-kill": restart_row("kill-start"), "restart-handover": restart_row("handover"),
+    "restart-kill-queue8k": restart_row("kill-start", OTEL_BSP_MAX_QUEUE_SIZE="8192"),
+    "restart-term-start": restart_row("term-start"),
+    "restart-term-start-wait": restart_row("term-start", "--handover-wait-seconds", "5"),
+    "restart-none": restart_row("none")}
 
 
 def main() -> None:

@@ -10,16 +10,14 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .version import __version__
-from .audit import command as audit_command
-from .calibrate import command as calibrate_command
 from .receiver.serve import command as serve_command
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None and _serving(sys.argv[1:]):  # a process started to serve, not a caller's: before
+        serve_command.prepare_process()  # the other commands are imported (a restart answers sooner)
     parser = _parser()
     args = parser.parse_args(argv)
-    if argv is None and args.command == "serve":  # a process started to serve, not a caller's
-        serve_command.prepare_process()
     quiet = logging.INFO if args.command == "serve" else logging.WARNING  # a service logs its findings
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else quiet,
@@ -28,7 +26,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return int(args.handler(args))
 
 
+def _serving(args: Sequence[str]) -> bool:
+    """The command is `serve` (the first argument that is not an option)."""
+    return next((a for a in args if not a.startswith("-")), None) == "serve"
+
+
 def _parser() -> argparse.ArgumentParser:
+    from .audit import command as audit_command
+    from .calibrate import command as calibrate_command
+
     parser = argparse.ArgumentParser(prog="otel-loopguard", description="Catch AI agents stuck in tool-call loops.")
     parser.add_argument("--version", action="version", version=f"otel-loopguard {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
@@ -59,6 +65,8 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"Auditing {len(files)} bundled example traces ({', '.join(f.name for f in files)}):\n")
         args.files, args.format, args.policy, args.key_file = files, "text", None, None
         args.run_id_attribute = None
+        from .audit import command as audit_command
+
         status = audit_command.run(args)
     print(
         f"audit exit status would be {status} (0 pass, 1 a run fails the release rule, 2 bad input, "

@@ -53,6 +53,10 @@ class ReceiverConfig:
     # After a restart with a state_dir: runs first seen this long after start that hold a span
     # begun while the previous receiver was alive are marked incomplete_trace (restart.py).
     restart_window_seconds: float = 300.0
+    # With a state_dir, on SIGTERM: wait up to this long for a successor to announce itself on the
+    # same state directory before stopping (serving meanwhile); one that did is waited for until
+    # it listens (state/handover.py). 0: stop at once unless one announced itself already.
+    handover_wait_seconds: float = 0.0
     retry_after_seconds: float = 1.0  # RetryInfo sent with UNAVAILABLE
     insecure: bool = True  # plaintext gRPC downstream; false: TLS with the system's roots
     run_id_attribute: Optional[str] = None  # e.g. gen_ai.conversation.id (default: trace id)

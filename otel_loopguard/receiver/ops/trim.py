@@ -55,18 +55,21 @@ def available() -> bool:
     return _TRIM is not None
 
 
-def serve_with_malloc() -> None:
+def serve_with_malloc(argv: Optional[list[str]] = None) -> None:
     """Re-execute this process (same id, arguments and environment) with PYTHONMALLOC=malloc,
     when it matters and is allowed: glibc (malloc_trim), Linux, a real interpreter, and
     PYTHONMALLOC not set (any value set, `pymalloc` included, is kept: the way to opt out).
-    Call it before anything else runs: threads and open files do not survive an exec."""
+    `argv`: the interpreter's arguments to run instead of the same ones (the same program by a
+    shorter way: serve/command.py). Call it before anything else runs: threads and open files
+    do not survive an exec."""
     if os.environ.get("PYTHONMALLOC") or not available() or not sys.platform.startswith("linux"):
         return
     if getattr(sys, "frozen", False) or not sys.executable or not hasattr(sys, "orig_argv"):
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], {**os.environ, "PYTHONMALLOC": "malloc"})
+    args = argv if argv is not None else sys.orig_argv[1:]
+    os.execve(sys.executable, [sys.executable, *args], {**os.environ, "PYTHONMALLOC": "malloc"})
 
 
 def release_free_memory() -> bool:

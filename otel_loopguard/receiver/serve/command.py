@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Optional
 
 from ...errors import LoopguardError
 from ..config import from_sources
@@ -35,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-fsync", action="store_true", default=None,
                         help="with --state-dir: force every write to disk before answering the sender (slower; "
                              "without it a killed process loses nothing, a power loss the last seconds)")
+    parser.add_argument("--handover-wait-seconds", type=float, metavar="S",
+                        help="with --state-dir: on SIGTERM, keep serving up to S seconds for a new receiver on the "
+                        "same state directory to start and take over, so the port never closes (default 0: a "
+                        "new receiver started first is waited for, none other)")
     parser.add_argument("--memory-limit-mib", type=int, metavar="N",
                         help="estimated memory of dedupe table, open runs, queues and requests stays within N MiB: "
                              "oldest open runs are judged early, then senders get UNAVAILABLE (default 1024)")
@@ -68,10 +73,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare_process() -> None:
     """Before `run`, in a process started to serve: the allocator that gives memory back after
-    a burst (trim.py; may replace the process with itself, once)."""
+    a burst (trim.py; may replace the process with itself, once). The process it becomes runs
+    `python -m otel_loopguard.receiver.serve` with the same arguments: the serve command alone,
+    without importing the other commands again (a restarted receiver answers that much sooner:
+    docs/reliability.md, "Restarts without a gap")."""
     from ..ops import trim
 
-    trim.serve_with_malloc()
+    trim.serve_with_malloc(_serve_only_argv())
+
+
+def _serve_only_argv() -> Optional[list[str]]:
+    """The interpreter's options, then `-m otel_loopguard.receiver.serve` and the command line's
+    arguments; None (the same command line again) when the command line is not understood."""
+    orig, tail = list(getattr(sys, "orig_argv", [])), sys.argv[1:]
+    if len(orig) < len(tail) + 2 or orig[len(orig) - len(tail):] != tail:
+        return None
+    head = orig[1:len(orig) - len(tail) - 1]  # without the interpreter and the program (module or script)
+    if head and head[-1] == "-m":
+        head = head[:-1]
+    if any(not a.startswith("-") or a in ("-c", "-m") for a in head):  # an option with a value apart: not sure
+        return None
+    return [*head, "-m", "otel_loopguard.receiver.serve", *tail]
+
+
+def main() -> int:
+    """`otel-loopguard [-v] serve ...` for the serve command only (what prepare_process runs)."""
+    import logging
+
+    parser = argparse.ArgumentParser(prog="otel-loopguard")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_arguments(commands.add_parser("serve"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="otel-loopguard: %(levelname)s: %(message)s")  # as cli.py's for serve
+    return run(args)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,9 +25,12 @@ def grpc_server(config: ReceiverConfig, handler: grpc.GenericRpcHandler, metrics
         options=[
             ("grpc.max_receive_message_length", config.max_receive_bytes),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
-            # gRPC shares a port by default: a second receiver on it would quietly take part of
-            # the traffic, with its own dedupe and runs. A port in use is an error instead.
-            ("grpc.so_reuseport", 0),
+            # gRPC shares a port by default (SO_REUSEPORT): a second receiver on it would quietly
+            # take part of the traffic, with its own dedupe and runs. Without a state directory a
+            # port in use is an error. With one, the port is shared so that a successor can
+            # listen beside this receiver before it stops (state/handover.py); a receiver checks
+            # that the port is free, or held by the owner of its state directory, before binding.
+            ("grpc.so_reuseport", 1 if config.state_dir else 0),
         ]
     )
     # Checked once per request, before the handler: spans of a refused request are never decoded.
@@ -37,9 +40,11 @@ def grpc_server(config: ReceiverConfig, handler: grpc.GenericRpcHandler, metrics
     return server, health_servicer
 
 
-def bind(server: grpc.aio.Server, listen: str, certificates: Optional[CertificateStore]) -> tuple[int, Optional[str]]:
-    """The port bound (0: none) and, when known, why `listen` could not be."""
-    problem = cannot_bind(listen)
+def bind(server: grpc.aio.Server, listen: str, certificates: Optional[CertificateStore],
+         checked: bool = True) -> tuple[int, Optional[str]]:
+    """The port bound (0: none) and, when known, why `listen` could not be. `checked`: a port in
+    use is refused (False: a successor binding beside the owner of its state directory)."""
+    problem = cannot_bind(listen) if checked else None
     try:
         # Tried first by us: gRPC's C core logs its own "Failed to add port" line before ours.
         port = 0 if problem else (server.add_secure_port(listen, certificates.credentials())

@@ -1,7 +1,9 @@
 """The receiver's state directory (`state_dir`): what a restart must not forget.
 
-- `lock`: held (flock) while a receiver runs; a second receiver on the same directory stops at
-  start with a clear error instead of interleaving its queue with the first one's.
+- `lock`: held (flock) while a receiver runs, with its pid and listen address written in it; a
+  second receiver on the same directory stops at start with a clear error instead of
+  interleaving its queue with the first one's, unless it listens on the same address: then it
+  is the first one's successor and takes over (handover.py).
 - `queue/`: the forward queue (spool.py); `findings/`: finding and run spans not yet delivered
   (the same format).
 - `dedupe/0.log`, `dedupe/1.log`: the (trace id, span id) keys of every accepted request, with
@@ -29,6 +31,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..config import ConfigError, ReceiverConfig
 from ..ingest.dedupe import DUPLICATE, Content, Key, SpanDeduper
+from .handover import write_owner
 from .spool import Spool, write_all
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -38,8 +41,13 @@ _BATCH = struct.Struct("<IIq")  # key count, crc32 of the keys, accepted at (wal
 _ALIVE = struct.Struct("<q")
 
 
+class StateDirBusy(ConfigError):
+    """Another live receiver holds the state directory."""
+
+
 class StateDir:
-    def __init__(self, path: str, fsync: bool = False):
+    def __init__(self, path: str, fsync: bool = False, listen: str = ""):
+        """Locked, or StateDirBusy; `listen`: this receiver's address, for a successor (handover.py)."""
         self.path = Path(path)
         self.fsync = fsync
         try:
@@ -51,8 +59,10 @@ class StateDir:
             _lock(self._lock)
         except BlockingIOError:
             os.close(self._lock)
-            raise ConfigError(f"state_dir: {path} is in use by another otel-loopguard receiver "
+            raise StateDirBusy(f"state_dir: {path} is in use by another otel-loopguard receiver "
                               "(each receiver needs its own state directory)") from None
+        if listen:
+            write_owner(self._lock, listen)
         self.previous_alive_ns = self._read_alive()
         self._alive = os.open(self.path / "alive", os.O_RDWR | os.O_CREAT, 0o600)
         self.beat()  # at once: a process killed before its first tick still leaves its time
@@ -230,13 +240,14 @@ class Opened:
         self.state.close()
 
 
-def open_state(config: ReceiverConfig) -> Opened:
-    """The state directory of `config.state_dir`, and what the previous process left in it."""
+def open_state(config: ReceiverConfig, state: Optional[StateDir] = None) -> Opened:
+    """The state directory of `config.state_dir` (locked already when `state` is given), and
+    what the previous process left in it."""
     assert config.state_dir is not None
     path, fsync = config.state_dir, config.state_fsync
     dedupe_size, dedupe_seconds = config.dedupe_size, config.dedupe_seconds
     queue = not config.findings_only and config.forward_queue_bytes > 0
-    state = StateDir(path, fsync)
+    state = state if state is not None else StateDir(path, fsync, config.listen)
     log = DedupeLog(directory=state.path / "dedupe", size=dedupe_size, ttl_seconds=dedupe_seconds, fsync=fsync)
     deduper = PersistentDeduper(max_size=dedupe_size, ttl_seconds=dedupe_seconds, log=log, restored=log.load())
     spool, recovered = None, []

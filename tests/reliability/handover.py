@@ -1,0 +1,166 @@
+"""Restarts under load with real processes (issue 27): an app on the SDK's default exporter sends
+straight to `serve --forward ... --state-dir DIR`, and the receiver is restarted mid-stream.
+
+Ways to restart, on the same port and state directory ("none": no restart, the baseline):
+- "stop-start": SIGTERM, wait for the process to exit, start a new one (the old way);
+- "kill-start": SIGKILL, start a new one at once;
+- "term-start": SIGTERM and a new process at the same moment (it takes over if the old one
+                still holds the state directory, else starts as after a stop);
+- "handover":   start a new one while the old one serves; the new one listens beside it
+                (SO_REUSEPORT), asks it to stop, takes the state directory over when it is
+                released (docs/reliability.md, "Restarts without a gap").
+While it happens a prober connects to the port every few milliseconds and counts refusals: the
+app's exporter sees the port closed exactly when a connection is refused.
+
+Used by tests/reliability/test_handover.py and bench/chaos.py (`restart-*` scenarios).
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from collector import scenarios as S
+from collector.backend import CountingBackend
+from live import ROOT, ReceiverProcess, child_env, tail, wait_until
+
+LOAD_APP = Path(__file__).resolve().parent / "load_app.py"
+TOOK_OVER = "state directory taken over"  # the new process's line once the state is its own
+
+
+@dataclass
+class Prober:
+    """Connects to the port every `every` seconds; counts refusals and the longest refused spell."""
+
+    port: int
+    every: float = 0.005
+    refused: int = 0
+    longest: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: Optional[threading.Thread] = None
+
+    def start(self) -> "Prober":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        since: Optional[float] = None
+        while not self._stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+                if since is not None:
+                    self.longest = max(self.longest, time.monotonic() - since)
+                since = None
+            except OSError:
+                self.refused += 1
+                since = since if since is not None else time.monotonic()
+            time.sleep(self.every)
+        if since is not None:
+            self.longest = max(self.longest, time.monotonic() - since)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+def start_load_app(port: int, workdir: Path, *, rate: float, seconds: float, calls: int = 9,
+                   interval: float = 0.3, app_env: Optional[dict[str, str]] = None) -> S.App:
+    out, log = workdir / "app.json", workdir / "app.log"
+    env = child_env(lambda k: k.startswith("OTEL_"), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+                    OTEL_SERVICE_NAME="restart-load-app", OTEL_LOOPGUARD_KEY=S.KEY, **(app_env or {}))
+    command = [sys.executable, str(LOAD_APP), "--out", str(out), "--rate", str(rate), "--seconds", str(seconds),
+               "--calls", str(calls), "--interval", str(interval)]
+    with log.open("w") as err:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=err,
+                                stderr=subprocess.STDOUT)
+    return S.App(proc, out, log)
+
+
+def receiver(backend: CountingBackend, workdir: Path, *extra: str) -> ReceiverProcess:
+    args = ["--forward", backend.address, "--state-dir", str(workdir / "state"), *extra]
+    return ReceiverProcess(args, S.receiver_env(), workdir)
+
+
+def spawn(r: ReceiverProcess) -> subprocess.Popen:
+    """A new receiver process on r's port and arguments, without waiting for it (r.proc becomes it)."""
+    r.starts += 1
+    command = [sys.executable, "-m", "otel_loopguard.cli", "serve", "--listen", r.address, *r.args]
+    with r.stderr.open("w") as err:
+        r.proc = subprocess.Popen(command, cwd=ROOT, env=r.env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=err)
+    return r.proc
+
+
+def restart(r: ReceiverProcess, how: str, timeout: float = 60) -> dict[str, float]:
+    """Restart r `how`; returns seconds until the new process answered (or took the state over)."""
+    t0 = time.monotonic()
+    old = r.proc
+    assert old is not None
+    if how == "none":  # the baseline: what the load loses without a restart
+        return {}
+    if how == "stop-start":
+        r.stop(signal.SIGTERM)
+        r.start()
+        return {"restart_s": round(time.monotonic() - t0, 2)}
+    if how == "kill-start":
+        r.stop(signal.SIGKILL)
+        r.start()
+        return {"restart_s": round(time.monotonic() - t0, 2)}
+    assert how in ("handover", "term-start"), how
+    if how == "term-start":
+        old.send_signal(signal.SIGTERM)
+    new = spawn(r)
+    log = r.stderr
+
+    def took_over() -> bool:
+        assert new.poll() is None, f"the new receiver exited with {new.returncode}:\n{tail(log)}"
+        return TOOK_OVER in log.read_text(errors="replace")
+
+    wait_until(took_over, timeout, "the new receiver never took the state directory over",
+               explain=lambda: tail(log), every=0.02)
+    took = time.monotonic() - t0
+    old_status = old.wait(timeout)
+    return {"takeover_s": round(took, 2), "old_exit": old_status}
+
+
+def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: float = 10, calls: int = 9,
+        interval: float = 0.3, extra: tuple[str, ...] = (), app_env: Optional[dict[str, str]] = None
+        ) -> dict[str, Any]:
+    """The app at `rate` traces a second for `seconds`, the receiver restarted `how` at `at` s;
+    what the backend got (S.delivery) with the restart's timings, refusals and the SDK's drops."""
+    backend = CountingBackend()
+    r = receiver(backend, workdir, *extra).start()
+    prober: Optional[Prober] = None
+    try:
+        start = time.monotonic()
+        app = start_load_app(r.port, workdir, rate=rate, seconds=seconds, calls=calls, interval=interval,
+                             app_env=app_env)
+        time.sleep(max(0.0, start + at - time.monotonic()))
+        prober = Prober(r.port).start()
+        timings = restart(r, how)
+        time.sleep(2.0)
+        prober.stop()
+        result = app.result(timeout=300)
+        try:
+            row = S.wait_delivered(backend, result, 60, quiet=15).row()
+        except AssertionError:  # spans missing for good: count what arrived
+            row = S.delivery(backend, result).row()
+        row.update(timings, refused_connects=prober.refused, port_closed_s=round(prober.longest, 3),
+                   exporter_retries=result.get("exporter_retries"), exporter_failures=result.get("exporter_failures"),
+                   sdk_queue_full=bool(result.get("sdk_queue_full")))
+        return row
+    finally:
+        if prober is not None:
+            prober.stop()
+        r.stop()
+        backend.down()
