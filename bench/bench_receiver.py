@@ -62,7 +62,7 @@ from otel_loopguard.receiver.ingest.decode import path as decode_path
 from otel_loopguard.receiver.ingest.decoder import decode
 from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
 from otel_loopguard.receiver.ops.metrics import Metrics
-from otel_loopguard.receiver.serve.service import parse_request
+from otel_loopguard.receiver.front.service import parse_request
 
 KEY = b"bench-key-0123456789abcdef"
 NATIVE_DECODE = decode_path() == "native"

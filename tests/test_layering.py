@@ -91,7 +91,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # Packages whose own folders are layered too, bottom first (same rule, inside the package).
 ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "receiver": (("config",), ("ops",), ("ingest",), ("runs",), ("state",), ("out",), ("serve",)),
+    "receiver": (("config",), ("ops",), ("ingest",), ("runs",), ("state",), ("out",), ("front",), ("serve",)),
 }
 
 
@@ -284,3 +284,12 @@ def test_the_private_field_scan_sees_one(tmp_path: Path) -> None:
     probe.write_text("import json\nfrom orjson import x\nscan = json.decoder.JSONDecoder().scan_once\n"
                      "y = x._private\nz = _own._fine\n", encoding="utf-8")
     assert _foreign_private_reads(probe) == ["4: ._private", "scan_once", "json.decoder"]
+
+
+def test_no_room_of_the_receiver_holds_more_than_eight_modules() -> None:
+    """A room a reader can take in at once (issue 25): split one that grows past it. (detect/,
+    one detector a file behind one interface, is read by its interface, not walked.)"""
+    receiver = PACKAGE / "receiver"
+    crowded = {str(d.relative_to(PACKAGE)): n for d in [receiver, *receiver.rglob("*/")]
+               if d.is_dir() and d.name != "__pycache__" and (n := len(list(d.glob("*.py")))) > 8}
+    assert crowded == {}

@@ -10,5 +10,6 @@ Rooms, bottom first (a room imports only from the rooms below it; tests/test_lay
 - runs/: span facts -> open runs in sequence order -> findings;
 - state/: what a restart must not forget (the state directory);
 - out/: finding spans and forwarded requests on their way downstream;
-- serve/: the gRPC service and the server that builds and runs it all.
+- front/: the front door: the OTLP TraceService, its ports, the takeover inbox;
+- serve/: the flags and the server that builds and runs it all.
 """

@@ -19,7 +19,7 @@ import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from otel_loopguard.receiver.serve import service
+from otel_loopguard.receiver.front import service
 
 from .agent import LOOP, encode, record_spans
 from .harness import ReceiverThread, Sink, app_spans, export_stub, make_config, wait_for

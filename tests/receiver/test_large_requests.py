@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from otel_loopguard.receiver.serve import service
+from otel_loopguard.receiver.front import service
 
 from .agent import LOOP, encode, record_spans
 from .harness import RUN, ReceiverThread, Sink, export_stub, make_config, wait_for

@@ -178,7 +178,7 @@ def test_recorded_requests(fixture: Path) -> None:
 
 def test_the_receiver_parses_a_large_request_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     from otel_loopguard.receiver.ingest import decoder as decode_module
-    from otel_loopguard.receiver.serve import service
+    from otel_loopguard.receiver.front import service
 
     data = request([[span(n) for n in range(5000)]])
     parses: list[int] = []

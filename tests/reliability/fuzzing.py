@@ -34,7 +34,7 @@ from otel_loopguard.receiver.config import ReceiverConfig
 from otel_loopguard.receiver.ingest.decode import TooManySpans
 from otel_loopguard.receiver.ingest.dedupe import DUPLICATE, NEW, SpanDeduper
 from otel_loopguard.receiver.ops.metrics import Metrics
-from otel_loopguard.receiver.serve.service import parse_request
+from otel_loopguard.receiver.front.service import parse_request
 
 MAX_SPANS = 64
 RUN_ATTRIBUTE = "gen_ai.conversation.id"
@@ -235,7 +235,7 @@ class Pipeline:
 
     def _judge(self, data: bytes, decoded: Any) -> None:
         """As the service's steps 3 and 5 do (service.py), without the wire."""
-        from otel_loopguard.receiver.serve.service import _filtered_bytes  # the service's own re-encoding
+        from otel_loopguard.receiver.front.service import _filtered_bytes  # the service's own re-encoding
 
         fresh, dropped, in_request = [], [], {}
         for d in decoded.spans:

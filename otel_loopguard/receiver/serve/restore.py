@@ -19,7 +19,7 @@ from ..state import snapshot
 from ..state.directory import Opened
 from ..state.judged import CompletedRuns, JudgedLog
 from ..state.spool import Recovered, Ref
-from .service import parse_request
+from ..front.service import parse_request
 
 _log = logging.getLogger("otel_loopguard.receiver")
 

@@ -32,7 +32,7 @@ from ..state import snapshot
 from ..state.directory import Opened
 from ..state.judged import JudgedLog
 from .reload import Reloader
-from .service import TraceReceiver
+from ..front.service import TraceReceiver
 
 _log = logging.getLogger("otel_loopguard.receiver")
 TICK_SECONDS = 0.25

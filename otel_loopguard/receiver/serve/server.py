@@ -39,12 +39,12 @@ from ..out.phoenix import PhoenixAnnotator
 from ..runs.assembly import RunAssembler
 from ..state.directory import Opened, StateDir, StateDirBusy, open_state
 from ..state.handover import Inbox, orphans, owner, successor
-from .listen import bind, grpc_server, listen_side, metrics_endpoint, warn_if_open
+from ..front.listen import bind, grpc_server, listen_side, metrics_endpoint, warn_if_open
 from .reload import Reloader
 from .restore import judged_log, restore
 from .running import Memory, Running, tick
-from .service import SERVICE, TraceReceiver
-from .takeover import Front
+from ..front.service import SERVICE, TraceReceiver
+from ..front.takeover import Front
 
 TOOK_OVER = "state directory taken over"  # logged once requests go to the service directly
 LOCK_POLL_SECONDS = 0.02
@@ -124,7 +124,7 @@ async def _take_over(config: ReceiverConfig, settings: _Settings, metrics: Metri
                      limit: int) -> Running:
     """With a state directory: the port first, every request answered into the inbox; the state
     once the predecessor (if any) has released it; then the inboxes replayed and requests served
-    directly (state/handover.py, serve/takeover.py)."""
+    directly (state/handover.py, front/takeover.py)."""
     started = time.monotonic()
     claim = _claim_or_follow(config)
     front = Front(claim.inbox)
