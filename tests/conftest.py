@@ -35,7 +35,7 @@ REAL_MODULES = frozenset({
     "receiver/test_outage.py", "receiver/test_partial_success.py", "receiver/test_phoenix_annotations.py",
     "receiver/test_placement.py", "receiver/test_reload.py", "receiver/test_review_fixes.py",
     "receiver/test_robustness.py", "receiver/test_settings.py", "receiver/test_streaming.py",
-    "receiver/test_telemetry.py",
+    "receiver/test_telemetry.py", "receiver/test_concurrent_copies.py", "receiver/test_late_calls.py",
 })
 FAST = os.environ.get("LOOPGUARD_FAST", "") not in ("", "0")
 
