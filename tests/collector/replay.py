@@ -23,7 +23,7 @@ from collections import defaultdict
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -108,6 +108,9 @@ def documented_replica(command: ReplicaCommand, logdir: Path, findings_port: int
 # -- the captures, re-sent as SDK retries do --------------------------------------------------
 
 
+_Entry = tuple[int, bytes, int, Any]  # (end time, span id, resource and scope group, span)
+
+
 @dataclass
 class Replay:
     requests: list[bytes]  # in the order they are sent
@@ -124,7 +127,7 @@ def as_sdk_retries(payloads: Sequence[bytes], seed: int, *, smallest: int = 8, l
     gets them), cut into batches of `smallest`..`largest` spans, every batch sent twice, and the
     batches shuffled over the requests (a retry goes out after later batches)."""
     rng = random.Random(seed)
-    by_trace: dict[bytes, list[tuple[int, bytes, bytes, object]]] = defaultdict(list)
+    by_trace: dict[bytes, list[_Entry]] = defaultdict(list)
     groups: dict[int, tuple[bytes, bytes]] = {}
     for data in payloads:
         for rs in ExportTraceServiceRequest.FromString(data).resource_spans:
@@ -142,7 +145,7 @@ def as_sdk_retries(payloads: Sequence[bytes], seed: int, *, smallest: int = 8, l
     for q in order:
         stream.append(q[heads[id(q)]])
         heads[id(q)] += 1
-    batches: list[list[tuple[int, bytes, bytes, object]]] = []
+    batches: list[list[_Entry]] = []
     at = 0
     while at < len(stream):
         size = rng.randint(smallest, largest)
@@ -151,9 +154,9 @@ def as_sdk_retries(payloads: Sequence[bytes], seed: int, *, smallest: int = 8, l
     sent = [b for b in batches for _ in range(2)]
     rng.shuffle(sent)
 
-    def request(batch: list[tuple[int, bytes, bytes, object]]) -> bytes:
+    def request(batch: list[_Entry]) -> bytes:
         out = ExportTraceServiceRequest()
-        grouped: dict[int, list[object]] = defaultdict(list)
+        grouped: dict[int, list[Any]] = defaultdict(list)
         for _, _, group, span in batch:
             grouped[group].append(span)
         for group, spans in grouped.items():
