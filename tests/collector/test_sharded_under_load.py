@@ -211,8 +211,9 @@ def through_the_collector(round_: Round, tmp_path: Path, command: ReplicaCommand
                         **{k: counters.get(k, 0) for k in ("spans_received_total", "duplicates_total", "spans_waited_total",
                                                            "late_spans_total", "run_revisions_total",
                                                            "runs_marked_partial_total", "backpressure_total")})
-    # The load was real: the busy loops had at least a third of the 2 cores over the round.
-    assert load.cpu_seconds() >= 0.33 * 2 * wall * 0.5, round_.facts
+    # The load was real: the busy loops had a third of a core at least, on average over the round
+    # (the rest of the machine competes for the two cores: the Collector, the replicas, the senders).
+    assert load.cpu_seconds() >= wall / 3, round_.facts
     return layout, counters
 
 
