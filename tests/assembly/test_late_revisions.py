@@ -134,11 +134,15 @@ def test_calls_without_a_sequence_are_judged_again_in_start_order() -> None:
     assert attrs(warn)["loopguard.finding.span_ids"] == [sid(1).hex(), sid(2).hex(), sid(3).hex()]
 
 
-def test_late_spans_without_a_call_change_no_verdict() -> None:
+def test_a_late_model_span_alone_revises_the_run() -> None:
+    """A model span says where a decision ends (it groups calls into turns, it counts toward
+    the turn budget): arriving late, it is judged with the run as a late call is (the sharded
+    test under load found runs whose last late spans were model spans only, left unrevised)."""
     rig = Rig()
     _judged(rig, 1, 2)
     _late(rig, decoded(TRACE, sid(31), STEP, run_id=TRACE.hex(), model=ModelCall(turn=0)), at=103.0)
-    assert rig.at(110.0) == [] and rig.count("late_spans_total") == 1
+    (revised,) = summaries(rig.at(110.0))
+    assert _revision(revised)[0] == 2 and rig.count("late_spans_total") == 1
 
 
 def test_negative_control_without_late_calls_a_run_has_exactly_one_summary() -> None:

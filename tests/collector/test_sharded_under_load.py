@@ -25,9 +25,9 @@ The negative control forces the replicas' root grace to 0.1 s, below the Collect
 and retry delays. Late revision cannot be turned off by a setting (receiver/runs/late.py), so
 the control shows what it can: the same check fails (runs judged first on part of their calls,
 the summaries revised), the first verdicts differ from the reference, and revisions bring
-verdicts back to the reference's. Not all of them: late spans that hold no tool call are never
-judged (test_late_model_spans_alone_revise_the_verdict shows it every time; xfail, strict,
-until the receiver is fixed).
+verdicts back to the reference's, late model spans included
+(test_late_model_spans_alone_revise_the_verdict: a run whose last late spans hold no tool call,
+only the model spans that say where its turns end, is judged again too).
 """
 
 from __future__ import annotations
@@ -328,10 +328,9 @@ def test_negative_control_a_grace_below_the_collectors_delay(tmp_path: Path, rou
     fails. Late revision cannot be turned off by a setting, so the rest of the control is what
     it can show: the first verdicts differ from one receiver's, and revisions bring them back
     (the verdict's attributes, less the revision marks and the count of re-delivered calls: a
-    copy that came after the run was judged is dropped as a duplicate without a note). Not
-    every one, every time: a run whose last late spans hold no tool call is not judged again
-    with them (the product's fault: test_late_model_spans_alone_revise_the_verdict, xfail), so
-    this asserts that some were brought back and prints how many were not."""
+    copy that came after the run was judged is dropped as a duplicate without a note). A
+    finding already sent is not sent again when late calls renumber its calls, so this asserts
+    that some were brought back and prints how many were not."""
     replay = as_sdk_retries(payloads, SEED)
     reference = judged_by_one(tmp_path / "one", command, replay.requests)
     layout, counters = through_the_collector(round_, tmp_path, command, replay,
@@ -383,11 +382,6 @@ def _split_late(payloads: Sequence[bytes], seed: int = 1) -> list[bytes]:
             for p in parts]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "issue 27 (product): late spans of a judged run that hold no tool call (model, agent, chain spans) "
-    "are kept but never judged (assembly._revise: 'Late inputs without a tool call change no verdict'); "
-    "they do change it: 2 of 60 runs keep loopguard.score.findings.parallel_duplicate 2 (one receiver: 1) "
-    "and lose no_progress 1"))
 def test_late_model_spans_alone_revise_the_verdict(tmp_path: Path, command: ReplicaCommand,
                                                    payloads: list[bytes]) -> None:
     """What the negative control above found, without the Collector or load so that it is the

@@ -421,10 +421,11 @@ class RunAssembler:
 
     def _revise(self, verdict: Verdict) -> list[Span]:
         """A completed run's late inputs, their wait over: judged with the run again, or past the
-        bound, the run's verdict marked partial. Late inputs without a tool call change no
-        verdict: kept for the next time."""
+        bound, the run's verdict marked partial. Late model spans count too (they say where a
+        decision ends, which groups calls into turns); other late inputs alone change no verdict:
+        kept for the next time."""
         ops, calls = self._late.taken(verdict)
-        if not calls:
+        if not calls and not any(op[0] == "model" for op in ops):
             if verdict.journal is not None and ops:
                 journal, emitted, noted, agents, roots = verdict.journal.unpacked()
                 self._late.rejournal(verdict, Inputs(journal + ops, emitted, noted, agents, roots))
