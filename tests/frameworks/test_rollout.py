@@ -29,6 +29,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_loopguard.enforce import ToolGuard, make_guard  # noqa: E402
 
+from .rollout_harness import same_answer as _results  # noqa: E402 - what each fake tool returns
+
 POLICY = """\
 version: rollout-1
 tools:
@@ -39,15 +41,6 @@ KEY = "rollout-test-key-7Hq2Lp9w"
 DENIED = "Not executed: loop guard"
 
 Call = tuple[str, dict[str, Any]]
-
-
-def _results(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """What each fake tool returns: the same answer for the same arguments (no progress)."""
-    if tool == "search_cases":
-        return {"cases": [], "total": 0}
-    if tool == "get_shipping":
-        return {"order": args["order_id"], "carrier": "DHL"}
-    return {"order": args["order_id"], "status": "delivered"}
 
 
 @dataclass
