@@ -7,7 +7,6 @@ stays fast without anyone keeping a list of slow tests by hand.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Iterator
 import grpc
 import grpc.aio
 import pytest
+from tiers import FAST  # tests/ is on the path (pytest's rootdir conftest)
 
 TESTS = Path(__file__).resolve().parent
 # Folders whose every test runs real processes (the Collector, Jaeger, Phoenix, framework agents,
@@ -37,7 +37,6 @@ REAL_MODULES = frozenset({
     "receiver/test_robustness.py", "receiver/test_settings.py", "receiver/test_streaming.py",
     "receiver/test_telemetry.py", "receiver/test_concurrent_copies.py", "receiver/test_late_calls.py",
 })
-FAST = os.environ.get("LOOPGUARD_FAST", "") not in ("", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:

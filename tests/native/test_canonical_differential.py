@@ -13,6 +13,7 @@ from typing import Any, Iterator, Optional
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from tiers import examples
 from hypothesis import strategies as st
 
 from otel_loopguard.canon import canonical as canon
@@ -20,7 +21,7 @@ from otel_loopguard.canon import rust as native
 
 ROOT = Path(__file__).resolve().parents[2]
 # LOOPGUARD_DIFF_EXAMPLES raises the examples per property for a long run (docs/testing.md, "Long runs").
-EXAMPLES = int(os.environ.get("LOOPGUARD_DIFF_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("LOOPGUARD_DIFF_EXAMPLES", examples(300)))
 PROPS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 VOLATILE = frozenset({"timestamp", "request_id", "trace_id", "span_id", "nonce", "created_at"})
 ODD_DROPS = frozenset({"a", "b/c", 'q"', "\\", "é", "x\ny"})

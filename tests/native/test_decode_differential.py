@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from tiers import examples
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
 
@@ -131,7 +132,7 @@ def test_recorded_captures_decode_alike(rust: Decoder) -> None:
 
 
 # -- generated, seeded and mutated requests -------------------------------------------------
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                                   HealthCheck.function_scoped_fixture])
 @given(requests)
 def test_generated_requests_decode_alike(rust: Decoder, data: bytes) -> None:

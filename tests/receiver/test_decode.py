@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from tiers import examples
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
@@ -249,7 +250,7 @@ def _keys() -> list[str]:
 _MARKER_KEYS = ["gen_ai.operation.name", "openinference.span.kind", "llm.request.type", "traceloop.span.kind"]
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(markers=st.dictionaries(st.sampled_from(_MARKER_KEYS), st.sampled_from(_MARKER_VALUES), max_size=4),
        others=st.dictionaries(st.sampled_from(_keys()), _ANY, max_size=10), error=st.booleans(),
        run_attr=st.sampled_from([None, "gen_ai.conversation.id"]))

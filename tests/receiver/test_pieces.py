@@ -17,6 +17,7 @@ from typing import Any, Callable
 import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
+from tiers import examples
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -144,7 +145,7 @@ def test_refusals_are_those_of_the_whole_parse() -> None:
     assert same(data, max_spans=6) is not TooManySpans
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(fuzzing.requests)
 def test_generated_requests(data: bytes) -> None:
     same(data, piece_spans=1)
