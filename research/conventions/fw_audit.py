@@ -3,7 +3,7 @@ to OTLP/JSON (scripts/captures_to_otlp.py) and run through `otel-loopguard audit
 same code as the CLI); the result is compared with the label each capture carries in
 meta.expected (written by the run scripts before any audit). Writes fw_captures/AUDIT.md.
 
-    PYTHONPATH=/work/wt-30 /work/main/.venv/bin/python research/conventions/fw_audit.py [CAPTURE...]
+    .venv/bin/python research/conventions/fw_audit.py [CAPTURE...]
 
 Run with the project's own environment, not a framework venv. The digest key is a fixed dummy.
 """

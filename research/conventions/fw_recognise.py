@@ -3,7 +3,7 @@ captures: per capture, the tool spans (by convention, with how many carry a call
 result, and how many are errors), the model spans (and their token totals) and the agent spans.
 Writes fw_captures/RECOGNISE.md.
 
-    PYTHONPATH=/work/wt-30 /work/main/.venv/bin/python research/conventions/fw_recognise.py
+    .venv/bin/python research/conventions/fw_recognise.py
 """
 
 from __future__ import annotations

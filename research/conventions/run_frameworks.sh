@@ -7,8 +7,7 @@
 # One venv per framework under $VENVS (default: <repo>/.venvs/<fw>, git-ignored): their
 # dependencies conflict (google-adk pins opentelemetry <1.45; the others take 1.45.2). Each is
 # installed from requirements-<fw>.txt (PyPI only); RECREATE=0 keeps an existing venv.
-# The audit runs in the project's own environment: $PROJECT_PY (default /work/main/.venv/bin/python,
-# else <repo>/.venv/bin/python) with PYTHONPATH=<repo>. No network is used by the runs themselves:
+# The audit runs in the project's own environment: $PROJECT_PY (default <repo>/.venv/bin/python) with PYTHONPATH=<repo>. No network is used by the runs themselves:
 # fw_common.py refuses non-loopback connections and records any attempt in each capture's meta.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,8 +15,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 VENVS=${VENVS:-$ROOT/.venvs}
 RECREATE=${RECREATE:-1}
 PY_BASE=${PY_BASE:-python3}
-PROJECT_PY=${PROJECT_PY:-/work/main/.venv/bin/python}
-[ -x "$PROJECT_PY" ] || PROJECT_PY=$ROOT/.venv/bin/python
+PROJECT_PY=${PROJECT_PY:-$ROOT/.venv/bin/python}
 FWS=("$@")
 [ ${#FWS[@]} -gt 0 ] || FWS=(pai adk smol li crew)
 OUT=$HERE/fw_captures

@@ -922,7 +922,7 @@ def _() -> Run:
       "Every poll returns new build output until the process exits, so the alternation is waiting that advances.")
 def _() -> Run:
     r = Run("stella-359")
-    r.add("start_process", {"command": "cargo build --release", "cwd": "/work/tb2"}, {"handle": "proc-7", "status": "running"})
+    r.add("start_process", {"command": "cargo build --release", "cwd": "/srv/tb2"}, {"handle": "proc-7", "status": "running"})
     crates = ["serde v1.0.215", "tokio v1.41.1", "hyper v1.5.1", "axum v0.7.9", "tb2-core v0.3.0", "tb2-cli v0.3.0"]
     for i, c in enumerate(crates):
         r.add("read_output", {"handle": "proc-7"}, {"status": "running", "new_output": f"   Compiling {c}\n"})
