@@ -33,7 +33,7 @@ MIB = 1024 * 1024
 DEDUPE_ENTRY_BYTES = 240  # key, content id, age entry
 RUN_BYTES = 32 * 1024  # an open run: its detector, trail and maps
 CALL_BYTES = 640  # each call an open run has seen: the detector's bounded containers grow with it
-HELD_CALL_BYTES = 832  # a call held for order, its journal entry included
+HELD_CALL_BYTES = 1024  # a call held for order, its sketches and journal entry included
 SIDE_ENTRY_BYTES = 200  # an entry of the side tables (roots, completed runs, parent times)
 FINDING_SPAN_BYTES = 4096  # a finding or run span waiting for the downstream
 # A request being handled: its bytes, the protobuf parse and its decoded facts: four times its
