@@ -50,7 +50,7 @@ class Backend(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
     def named(self, name: str) -> list[Any]:
-        """Spans named `name`, bare or followed by detail (`loopguard.finding repeat/stop lookup_order`)."""
+        """Spans named `name`, bare or followed by detail (`loopguard.finding stop repeat lookup_order`)."""
         with self._lock:
             return [s for s in self.spans if s.name.split(" ", 1)[0] == name]
 

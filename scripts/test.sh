@@ -33,9 +33,11 @@ if command -v go >/dev/null 2>&1; then
 else
   echo "test.sh: 'go' not found: the Jaeger test will skip (on CI it fails); apt-get install golang-go" >&2
 fi
-# A real browser for the HTML report tests (tests/calibrate/test_html_browser.py): Debian's
-# chromium package. Missing, the test skips on a workstation and fails on CI (CI is set).
-say "step 5/7: Chromium for the HTML report tests"
+# A real browser for the HTML report tests (tests/calibrate/test_html_browser.py) and for
+# Phoenix's UI at 1400x900 (tests/e2e/test_phoenix_ui.py, driven over the DevTools protocol;
+# its screenshots land in test-artifacts/phoenix/): Debian's chromium package. Missing, the
+# tests skip on a workstation and fail on CI (CI is set).
+say "step 5/7: Chromium for the HTML report tests and Phoenix's UI"
 if command -v chromium >/dev/null 2>&1; then
   say "Chromium ready: $(command -v chromium)"
 elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

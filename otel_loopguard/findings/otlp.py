@@ -6,7 +6,7 @@ drop links), and one `loopguard.call` event per offending call.
 
 So that a person notices them in the backend they already use, both kinds of span
 also carry what backends render (v1.1): a name with low-cardinality detail
-(`loopguard.finding repeat/stop lookup_order`, `loopguard.run scored/fail`), status
+(`loopguard.finding stop repeat lookup_order`, `loopguard.run scored/fail`), status
 ERROR for a stop and for a run that fails the release rule, OpenInference's span kind
 and input/output values, and on a finding the GenAI `gen_ai.evaluation.result` event.
 Consumers identify findings by `loopguard.finding.kind`, never by the exact name.
@@ -86,10 +86,11 @@ def is_own_span(name: str) -> bool:
 
 
 def finding_name(f: Finding, tool_label: Optional[str] = None) -> str:
-    """`loopguard.finding <kind>/<severity> <tool>`: low cardinality, so `tool_label` (a
-    bounded label, e.g. "other" past a limit) stands in for the tool when given."""
+    """`loopguard.finding <severity> <kind> <tool>`: the key words first, because backends cut
+    names at their column's width (Jaeger's timeline, Phoenix's span tree); low cardinality, so
+    `tool_label` (a bounded label, e.g. "other" past a limit) stands in for the tool when given."""
     tool = tool_label if tool_label is not None else f.tool
-    return f"{FINDING_SPAN} {f.kind}/{f.severity}" + (f" {tool}" if tool else "")
+    return f"{FINDING_SPAN} {f.severity} {f.kind}" + (f" {tool}" if tool else "")
 
 
 def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement, *, tool_label: Optional[str] = None,
@@ -98,7 +99,9 @@ def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement, *, too
     (the backend already holds them on the tool spans)."""
     span = _new_span(finding_name(f, tool_label), where)
     attrs = {**_finding_attributes(f), **_finding_conventions(f, arguments)}
-    parts = [wire.attributes(attrs, wire.SPAN_ATTRIBUTE)]
+    # The evaluation (with the reason) is the first event, at the span's start: Jaeger opens a
+    # span's logs, sorted by time, and leaves its tags folded.
+    parts = [wire.attributes(attrs, wire.SPAN_ATTRIBUTE), wire.event(EVALUATION_EVENT, where.start_ns, _evaluation(f))]
     by_seq = {c.seq: c for c in calls}
     for seq, span_id in zip(f.seqs, f.span_ids):
         if not span_id:
@@ -108,7 +111,6 @@ def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement, *, too
         parts.append(wire.link(trace, bytes.fromhex(span_id)))
         time_ns = (call.start_ns if call else None) or where.start_ns
         parts.append(wire.event(CALL_EVENT, time_ns, {"loopguard.seq": seq, "span_id": span_id}))
-    parts.append(wire.event(EVALUATION_EVENT, where.end_ns, _evaluation(f)))
     span.MergeFromString(b"".join(parts))  # one C-level parse instead of an object per field
     if f.severity == STOP:
         span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message=f.reason))
@@ -134,11 +136,12 @@ def _calls_range(f: Finding) -> str:
 
 
 def _evaluation(f: Finding) -> dict[str, Any]:
-    """The GenAI evaluation result: the name says which check, the label its severity."""
+    """The GenAI evaluation result: the reason first (a log's fields show in order), the name
+    says which check, the label its severity."""
     return {
+        "gen_ai.evaluation.explanation": f.reason,
         "gen_ai.evaluation.name": f"loopguard.{f.kind}",
         "gen_ai.evaluation.score.label": f.severity,
-        "gen_ai.evaluation.explanation": f.reason,
     }
 
 

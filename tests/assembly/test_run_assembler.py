@@ -512,14 +512,14 @@ def test_tool_labels_are_bounded_past_the_policys_tools() -> None:
         rig.assembler.duplicate(tool(1, name=name, span=sid(100 + i)))
     assert rig.count("findings_total", kind="telemetry_duplicate", tool=names[-1]) == 1
     (past,) = rig.assembler.duplicate(tool(1, name="one_too_many", span=sid(300)))
-    assert past.name == "loopguard.finding telemetry_duplicate/info other"
+    assert past.name == "loopguard.finding info telemetry_duplicate other"
     assert attrs(past)["loopguard.tool.name"] == "one_too_many"  # the attribute keeps the real name
     assert rig.count("findings_total", kind="telemetry_duplicate", tool="other") == 1
     # a tool labelled before, and a policy tool, keep their own label
     (known,) = rig.assembler.duplicate(tool(1, name="tool_0", span=sid(301)))
     (declared,) = rig.assembler.duplicate(tool(1, name="declared", span=sid(302)))
-    assert (known.name, declared.name) == ("loopguard.finding telemetry_duplicate/info tool_0",
-                                           "loopguard.finding telemetry_duplicate/info declared")
+    assert (known.name, declared.name) == ("loopguard.finding info telemetry_duplicate tool_0",
+                                           "loopguard.finding info telemetry_duplicate declared")
     assert rig.count("findings_total", kind="telemetry_duplicate", tool="declared") == 1
 
 

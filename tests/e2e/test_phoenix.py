@@ -14,7 +14,7 @@ contract (CONTRACT.md section 2) as a user of that backend would see it:
   agent's root span, whose `loopguard.finding.span_ids` (and `loopguard.call` events) name
   the first five tool spans as Phoenix stores them. Phoenix keeps no span links, so this
   attribute is what makes the finding navigable there;
-- that it stands out there (CONTRACT v1.1): named `loopguard.finding repeat/stop lookup_order`,
+- that it stands out there (CONTRACT v1.1): named `loopguard.finding stop repeat lookup_order`,
   status ERROR with the reason, kind GUARDRAIL with input and output values, and the GenAI
   `gen_ai.evaluation.result` event; a warn finding of the same run stays UNSET (the negative
   control), and the run summary `loopguard.run scored/fail` is an ERROR EVALUATOR;
@@ -23,8 +23,9 @@ contract (CONTRACT.md section 2) as a user of that backend would see it:
 - a `loopguard.run` summary span;
 - the receiver exits 0 on SIGTERM.
 
-A second test turns on the opt-in Phoenix trace annotations (`--annotate-phoenix-url`) and runs
-a looping and a healthy agent: the looping trace gets the `loopguard` annotation
+A second test gives the receiver Phoenix's URL (`--annotate-phoenix-url`) and runs a looping
+and a healthy agent: the looping trace gets the `loopguard` annotation (`stop: repeat
+lookup_order x5`, score 5)
 (`GET /v1/projects/{project}/trace_annotations`), the healthy one none, and the filters
 docs/deployment.md gives, run by Phoenix's own filter engine (GraphQL), list the looping trace
 and nothing of the healthy one.
@@ -233,7 +234,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     # the reason (Phoenix's error mark, banner and `status_code == 'ERROR'` filters), the
     # GUARDRAIL kind with Input and Output panels, and the GenAI evaluation result event.
     reason = a["loopguard.finding.reason"]
-    assert finding["name"] == f"loopguard.finding repeat/stop {TOOL}"
+    assert finding["name"] == f"loopguard.finding stop repeat {TOOL}"
     assert (finding["status_code"], finding["status_message"]) == ("ERROR", reason)
     assert finding["span_kind"] == "GUARDRAIL"
     assert json.loads(a["input.value"]) == {"tool": TOOL, "calls": "1-5", "arguments": json.dumps({"order_id": "A12"})}
@@ -245,7 +246,7 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     # Negative control: a warn finding is a guardrail too, but not an error.
     warns = [s for s in findings if _attrs(s)["loopguard.finding.severity"] == "warn"]
     assert warns and all(w["status_code"] == "UNSET" and w["span_kind"] == "GUARDRAIL" for w in warns)
-    assert f"loopguard.finding repeat/warn {TOOL}" in {w["name"] for w in warns}
+    assert f"loopguard.finding warn repeat {TOOL}" in {w["name"] for w in warns}
 
     # The run summary.
     (summary,) = _named(spans, "loopguard.run")
@@ -271,11 +272,12 @@ def test_findings_reach_phoenix_in_the_agents_trace(
     assert time.monotonic() - t0 < 90
 
 
-def test_opt_in_annotation_marks_the_looping_trace_in_phoenix_and_not_the_healthy_one(
+def test_the_annotation_marks_the_looping_trace_in_phoenix_and_not_the_healthy_one(
     phoenix: Phoenix, annotating_receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`serve --annotate-phoenix-url`: each stop is also a trace annotation (POST
-    /v1/trace_annotations), which Phoenix's traces list shows; a healthy trace gets none."""
+    """`serve --annotate-phoenix-url`: the loop's verdict is also a trace annotation (POST
+    /v1/trace_annotations), which Phoenix's traces list shows and charts; a healthy trace gets none.
+    The span annotations and what the page shows: tests/e2e/test_phoenix_ui.py."""
     for var in ("no_proxy", "NO_PROXY"):
         monkeypatch.setenv(var, "127.0.0.1,localhost")
     phoenix.wait_healthy(60)
@@ -297,11 +299,12 @@ def test_opt_in_annotation_marks_the_looping_trace_in_phoenix_and_not_the_health
     stop_finding = next(s for s in _findings(phoenix.spans(PROJECT, looping.trace_id)) if _is_repeat_stop(s))
     assert note["trace_id"] == looping.trace_id
     assert note["annotator_kind"] == "CODE"
-    assert note["result"]["label"] == "stop"
-    assert note["result"]["explanation"] == _attrs(stop_finding)["loopguard.finding.reason"]
-    assert note["identifier"] == "repeat/1-5"
+    assert note["result"]["label"] == f"stop: repeat {TOOL} x5" and note["result"]["score"] == 5
+    reason, finding_id = _attrs(stop_finding)["loopguard.finding.reason"], stop_finding["context"]["span_id"]
+    assert note["result"]["explanation"] == f"{reason} (finding span {finding_id})"
+    assert note["identifier"] == ""  # one per trace
     assert note["metadata"]["finding.kind"] == "repeat" and note["metadata"]["tool.name"] == TOOL
-    assert note["metadata"]["finding.span_id"] == stop_finding["context"]["span_id"]
+    assert note["metadata"]["finding.span_id"] == finding_id
     # The healthy trace: judged (its summary is there, passing), and no annotation at all.
     (healthy_summary,) = summaries[1]
     assert healthy_summary["name"] == "loopguard.run scored/pass" and healthy_summary["status_code"] == "UNSET"
@@ -313,10 +316,12 @@ def test_opt_in_annotation_marks_the_looping_trace_in_phoenix_and_not_the_health
     roots = "parent_id is None"
     for condition, trace_condition, expected in [
         (roots, "any(span.span_kind == 'GUARDRAIL' and span.status_code == 'ERROR' for span in spans)", "invoke_agent support"),
-        (roots, "trace_annotations['loopguard'].label == 'stop'", "invoke_agent support"),
-        ("span_kind == 'GUARDRAIL' and status_code == 'ERROR'", None, f"loopguard.finding repeat/stop {TOOL}"),
+        (roots, "trace_annotations['loopguard'].score >= 5", "invoke_agent support"),
+        (roots, "'stop:' in trace_annotations['loopguard'].label", "invoke_agent support"),
+        ("span_kind == 'GUARDRAIL' and status_code == 'ERROR'", None, f"loopguard.finding stop repeat {TOOL}"),
         ("attributes['loopguard']['finding']['kind'] == 'repeat' and status_code == 'ERROR'", None,
-         f"loopguard.finding repeat/stop {TOOL}"),
+         f"loopguard.finding stop repeat {TOOL}"),
+        ("'would deny' in annotations['loopguard'].label", None, f"execute_tool {TOOL}"),  # the 5th call
     ]:
         assert phoenix.filtered(PROJECT, condition, trace_condition) == [(looping.trace_id, expected)], condition
 

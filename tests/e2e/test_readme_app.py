@@ -110,12 +110,12 @@ def test_the_readme_instructions_put_findings_in_phoenix(phoenix: Phoenix, tmp_p
     finally:
         stop(receiver)
     (finding,) = stops
-    assert finding["name"] == "loopguard.finding repeat/stop lookup_order"
+    assert finding["name"] == "loopguard.finding stop repeat lookup_order"
     assert finding["status_code"] == "ERROR" and finding["span_kind"] == "GUARDRAIL"
     assert finding["status_message"] == finding["attributes"]["loopguard.finding.reason"]
     tools = [s for s in spans if s["name"] == "execute_tool lookup_order"]
     assert len(tools) == 6 and all(s["attributes"]["loopguard.args.digest"] for s in tools)
-    assert [n["result"]["label"] for n in notes if n["name"] == "loopguard"] == ["stop"]
+    assert [n["result"]["label"] for n in notes if n["name"] == "loopguard"] == ["stop: repeat lookup_order x5"]
     assert key not in err_path.read_text() and key not in ran.stdout + ran.stderr
 
 

@@ -113,7 +113,7 @@ def test_a_finding_span_carries_every_finding_field_by_its_documented_name() -> 
         "output.value": "same call 3 times",
         "output.mime_type": "text/plain",
     }
-    assert span.name == "loopguard.finding repeat/stop lookup"
+    assert span.name == "loopguard.finding stop repeat lookup"
     assert (span.trace_id, span.parent_span_id) == (WHERE.trace_id, WHERE.parent_id)
     assert (span.start_time_unix_nano, span.end_time_unix_nano) == (1_000, 9_000)
     assert span.kind == Span.SPAN_KIND_INTERNAL
@@ -129,16 +129,16 @@ def test_a_finding_without_tool_or_action_has_neither_attribute_nor_a_tool_in_it
     assert "loopguard.tool.name" not in a and "loopguard.args.digest" not in a
     assert a["loopguard.finding.span_ids"] == []
     assert a["input.value"] == json.dumps({"calls": "4"})  # one call: its number, not a range
-    assert span.name == "loopguard.finding incomplete_trace/warn"
+    assert span.name == "loopguard.finding warn incomplete_trace"
     assert not span.links and [e.name for e in span.events] == ["gen_ai.evaluation.result"]
 
 
 def test_the_name_takes_the_bounded_tool_label_when_given() -> None:
     f = finding()
-    assert finding_name(f) == "loopguard.finding repeat/stop lookup"
-    assert finding_name(f, "other") == "loopguard.finding repeat/stop other"
-    assert finding_name(f, "") == "loopguard.finding repeat/stop"
-    assert finding_span(f, [], WHERE, tool_label="other").name == "loopguard.finding repeat/stop other"
+    assert finding_name(f) == "loopguard.finding stop repeat lookup"
+    assert finding_name(f, "other") == "loopguard.finding stop repeat other"
+    assert finding_name(f, "") == "loopguard.finding stop repeat"
+    assert finding_span(f, [], WHERE, tool_label="other").name == "loopguard.finding stop repeat other"
     assert attrs(finding_span(f, [], WHERE, tool_label="other"))["loopguard.tool.name"] == "lookup"
 
 
@@ -154,15 +154,17 @@ def test_links_and_call_events_name_each_offending_span_in_its_own_trace_and_tim
     ]
     events = [(e.name, e.time_unix_nano, attrs(e)) for e in span.events]
     assert events == [
+        # First and at the span's start, the reason its first field: the log Jaeger shows first.
+        ("gen_ai.evaluation.result", 1_000, {
+            "gen_ai.evaluation.explanation": "same call 3 times",
+            "gen_ai.evaluation.name": "loopguard.repeat",
+            "gen_ai.evaluation.score.label": "stop",
+        }),
         ("loopguard.call", 1_500, {"loopguard.seq": 3, "span_id": f"{3:016x}"}),
         ("loopguard.call", 1_000, {"loopguard.seq": 5, "span_id": f"{5:016x}"}),  # no start: the span's
         ("loopguard.call", 1_000, {"loopguard.seq": 6, "span_id": f"{6:016x}"}),
-        ("gen_ai.evaluation.result", 9_000, {
-            "gen_ai.evaluation.name": "loopguard.repeat",
-            "gen_ai.evaluation.score.label": "stop",
-            "gen_ai.evaluation.explanation": "same call 3 times",
-        }),
     ]
+    assert [kv.key for kv in span.events[0].attributes][0] == "gen_ai.evaluation.explanation"
 
 
 @pytest.mark.parametrize("severity", ["stop", "warn", "info"])

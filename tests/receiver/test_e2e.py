@@ -32,7 +32,7 @@ def test_looping_agent_spans_arrive_once_then_findings_name_the_offending_spans(
     assert stop.trace_id.hex() == trace_id
     assert attr(stop, "loopguard.finding.span_ids") == tool_ids[:5]
     assert [link.span_id.hex() for link in stop.links] == tool_ids[:5]
-    assert [e.name for e in stop.events] == ["loopguard.call"] * 5 + ["gen_ai.evaluation.result"]
+    assert [e.name for e in stop.events] == ["gen_ai.evaluation.result"] + ["loopguard.call"] * 5
     assert (attr(stop, "loopguard.finding.first_seq"), attr(stop, "loopguard.finding.last_seq")) == (1, 5)
     assert attr(stop, "loopguard.tool.name") == "lookup_order"
     summary = wait_for(lambda: sink.runs(), what="run summary")[0]
@@ -56,7 +56,7 @@ def test_a_stop_stands_out_a_warn_does_not(sink: Sink, receiver: ReceiverThread)
     repeat = {attr(f, "loopguard.finding.severity"): f for f in sink.findings() if attr(f, "loopguard.finding.kind") == "repeat"}
     stop, warn = repeat["stop"], repeat["warn"]
 
-    assert stop.name == "loopguard.finding repeat/stop lookup_order"
+    assert stop.name == "loopguard.finding stop repeat lookup_order"
     assert stop.kind == Span.SPAN_KIND_INTERNAL
     assert stop.status.code == Status.STATUS_CODE_ERROR
     assert stop.status.message == attr(stop, "loopguard.finding.reason") and "5 times" in stop.status.message
@@ -70,10 +70,12 @@ def test_a_stop_stands_out_a_warn_does_not(sink: Sink, receiver: ReceiverThread)
         "gen_ai.evaluation.score.label": "stop",
         "gen_ai.evaluation.explanation": attr(stop, "loopguard.finding.reason"),
     }
-    assert stop.events[-1].time_unix_nano == stop.end_time_unix_nano
+    # First, at the span's start: the log Jaeger shows first carries the reason.
+    assert stop.events[0].name == "gen_ai.evaluation.result"
+    assert stop.events[0].time_unix_nano == stop.start_time_unix_nano == min(e.time_unix_nano for e in stop.events)
 
     # Negative control: the warn before it is the same kind of span, but not an error.
-    assert warn.name == "loopguard.finding repeat/warn lookup_order"
+    assert warn.name == "loopguard.finding warn repeat lookup_order"
     assert warn.status.code == Status.STATUS_CODE_UNSET and warn.status.message == ""
     assert _event_attrs(warn, "gen_ai.evaluation.result")["gen_ai.evaluation.score.label"] == "warn"
 

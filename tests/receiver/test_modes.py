@@ -35,7 +35,7 @@ def test_findings_only_mode_sends_findings_and_summary_but_no_app_spans(sink: Si
         assert {s.name.split(" ", 1)[0] for s in sink.spans()} == {FINDING, RUN}
         stop = [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"]
         assert len(stop) == 1 and stop[0].trace_id.hex() == trace_id
-        assert stop[0].name == "loopguard.finding repeat/stop lookup_order"
+        assert stop[0].name == "loopguard.finding stop repeat lookup_order"
         assert attr(summary, "loopguard.run.outcome") == "scored"
         assert receiver.running.metrics.get("spans_forwarded_total") == 0
         assert receiver.running.metrics.get("spans_received_total") == 13

@@ -86,7 +86,7 @@ _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value",
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
 # a pipeline that routes them back through the receiver must not see loops made of findings.
-# Known by name, bare or with detail (`loopguard.finding repeat/stop lookup_order`).
+# Known by name, bare or with detail (`loopguard.finding stop repeat lookup_order`).
 _OWN_PREFIX = "loopguard."
 
 

@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reload the policy, certificate and token files when they change, looking this often "
                         "(default 2; 0: on SIGHUP only)")
     parser.add_argument("--annotate-phoenix-url", metavar="URL",
-                        help="also record each stop finding as a Phoenix trace annotation, through the REST API at "
-                        "this base URL, e.g. http://127.0.0.1:6006 (API key: PHOENIX_API_KEY; default off)")
+                        help="Phoenix's base URL, e.g. http://127.0.0.1:6006: each loop is also recorded in Phoenix's "
+                        "annotations (trace, root span, the looping calls) through its REST API (API key: PHOENIX_API_KEY)")
     parser.add_argument("--compression", choices=("none", "gzip"), help="compress requests to the downstream (default none)")
 
 
