@@ -42,7 +42,6 @@ from ..ops.metrics import Metrics
 _log = logging.getLogger("otel_loopguard.receiver")
 ANNOTATION_NAME = "loopguard"
 TRACE_ROUTE, SPAN_ROUTE = "/v1/trace_annotations", "/v1/span_annotations"
-ROUTE = TRACE_ROUTE  # v1 name
 MAX_CALL_NOTES = 20  # offending spans annotated per finding: the last ones, the denied call included
 TRACES_REMEMBERED = 100_000  # traces whose best finding so far is remembered (bounded.py)
 _RANK = {"warn": 1, "stop": 2}
