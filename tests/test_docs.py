@@ -93,3 +93,54 @@ def test_architecture_maps_every_module_in_one_line_each() -> None:
     assert sorted(m for m in modules if m not in rows) == [], "modules without a line in docs/architecture.md"
     assert sorted(r for r in rows if r not in modules) == [], "lines for modules that do not exist"
     assert len(rows) == len(set(rows))
+
+
+_DOC_REF = re.compile(r"(\]\(|\b)((?:docs/)?[a-z_]+\.md)(?:#([a-z0-9-]+))?(?:\)|,? \(?\"([^\"]+)\")?")
+
+
+def _headings(path: Path) -> list[str]:
+    return [line.lstrip("#").strip() for line in path.read_text(encoding="utf-8").splitlines()
+            if re.match(r"#{1,6} ", line)]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def _broken_references(text: str, here: Path) -> list[str]:
+    """References to docs in `text`: `docs/x.md`, `docs/x.md#anchor`, `](x.md)`, and
+    `docs/x.md, "Section"` (a heading of x.md starting with that text)."""
+    broken = []
+    for m in _DOC_REF.finditer(text):
+        link, name, anchor, section = m.groups()
+        if not (link or name.startswith("docs/")):
+            continue  # a bare file name in prose (README.md, CHANGELOG.md) is not a link between docs
+        target = (here.parent / name) if link else (ROOT / name)
+        if not target.is_file():
+            broken.append(m.group(0))
+            continue
+        headings = _headings(target)
+        if anchor and anchor not in {_slug(h) for h in headings}:
+            broken.append(m.group(0))
+        plain = [h.replace("`", "") for h in headings]
+        if section and not any(h.startswith(" ".join(section.replace("`", "").split())) for h in plain):
+            broken.append(m.group(0))
+    return broken
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_every_reference_between_docs_resolves(path: Path) -> None:
+    """Each doc names another by path, anchor or section heading; a renamed heading or a doc
+    that is gone fails here, in the doc that points at it."""
+    assert _broken_references(path.read_text(encoding="utf-8"), path) == []
+
+
+def test_the_reference_check_catches_what_it_is_for() -> None:
+    here = ROOT / "docs" / "receiver.md"
+    assert _broken_references('see docs/policy.md, "Reloading" and docs/policy.md#progress', here) == []
+    assert _broken_references('docs/policy.md, "Reloadin"', here) == []  # a prefix of the heading
+    assert _broken_references('docs/nowhere.md', here) == ["docs/nowhere.md"]
+    assert _broken_references('docs/policy.md#no-such-anchor', here) == ["docs/policy.md#no-such-anchor"]
+    assert _broken_references('docs/policy.md, "No such section"', here) == ['docs/policy.md, "No such section"']
+    assert _broken_references('[x](policy.md) [y](gone.md)', here) == ["](gone.md)"]

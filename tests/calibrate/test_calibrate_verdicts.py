@@ -15,6 +15,7 @@ from otel_loopguard.audit import audit
 from otel_loopguard.calibrate.command import run_calibration
 
 from calibrate_helpers import EXAMPLES, FIXTURES, OBSERVED, RUN_ATTR
+from tiers import cases
 
 
 def _fixture_files() -> list[Path]:
@@ -67,7 +68,7 @@ def _with(path: tuple[str, ...], value: Any, base: dict[str, Any]) -> dict[str, 
 
 
 def test_each_candidate_judges_as_an_audit_under_that_policy_file(tmp_path: Path, captures: list[Path]) -> None:
-    files = [*sorted(EXAMPLES.glob("*.ndjson")), *captures[:12]]
+    files = [*sorted(EXAMPLES.glob("*.ndjson")), *captures[:cases(12, 3)]]  # tests/tiers.py
     cal = run_calibration(files, SWEEPS)
     assert len(cal.results) == 1 + 6 + 3 + 2 + 2 + 3 + 2 + 2 + 2 + 1 + 1  # current, then each value of each sweep
     for result in cal.results[1:]:

@@ -17,6 +17,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from otel_loopguard.canon import DigestKey
 from otel_loopguard.fingerprint import Fingerprinter
@@ -24,7 +25,7 @@ from otel_loopguard.canon import canonical as canon
 from otel_loopguard.canon import fast
 from otel_loopguard.policy import Policy
 
-PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = (
     st.none()
@@ -360,7 +361,7 @@ _odd_floats = st.sampled_from([1e-7, 1e-5, 0.0001, 1e16, 1e22, -0.0, 5e-324, 2.0
 _flat_scalars = scalars | _odd_floats | st.sampled_from(["\ud800", "a\udfffb", "\u2028", "\x00\x1f", "é\"\\/"])
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=8) | st.sampled_from(["timestamp", "id", "\ud800"]), _flat_scalars, max_size=8),
        st.frozensets(st.sampled_from(["a", "timestamp", "id"]), max_size=2))
 def test_orjson_flat_equals_the_general_path_whenever_it_answers(obj: dict[str, Any], drop: frozenset[str]) -> None:
@@ -411,7 +412,7 @@ def test_an_unwrapped_result_takes_the_orjson_path_and_keeps_its_digest(monkeypa
     assert walked == []  # mutation check: without orjson_flat both would have been walked
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(st.sampled_from(["", " ", "\n\t", "\r", "\x0c", "\xa0", "\u3000"]),
        st.text(max_size=6) | st.sampled_from(["NaN", "Infinity", "-Infinity", "true", "null", "1", "-0", "{}", "[1]",
                                               '"s"', "tru", "nul", "+1", ".5", "'a'", "None", "True", "{'a': 1}"]),

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from tiers import examples
+from tiers import cases, examples
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
 
@@ -37,8 +37,8 @@ FIELDS = ("where", "key", "content", "trace_id", "span_id", "parent", "start", "
 Decoder = Callable[..., Any]
 # LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/testing.md, "Long runs");
 # the seeded requests scale with it (a tenth, each whole and mutated).
-MUTATED = int(os.environ.get("LOOPGUARD_DECODE_DIFF_CASES", "20000"))
-SEEDED = max(1000, MUTATED // 10)
+MUTATED = int(os.environ.get("LOOPGUARD_DECODE_DIFF_CASES", cases(20000)))
+SEEDED = max(cases(1000), MUTATED // 10)
 
 
 @pytest.fixture(scope="module")

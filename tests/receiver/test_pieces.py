@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
-from tiers import examples
+from tiers import cases, examples
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -153,12 +153,12 @@ def test_generated_requests(data: bytes) -> None:
 
 def test_seeded_and_mutated_requests() -> None:
     rnd = random.Random(20261202)
-    for _ in range(1500):
+    for _ in range(cases(1500)):
         data = fuzzing.random_request(rnd)
         same(data, piece_spans=rnd.randint(1, 3))
         same(fuzzing.mutate(data, rnd), piece_spans=rnd.randint(1, 3))
     for data in fuzzing.corpus():
-        for _ in range(100):
+        for _ in range(cases(100)):
             same(fuzzing.mutate(data, rnd), piece_spans=rnd.randint(1, 3))
 
 
