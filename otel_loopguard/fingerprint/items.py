@@ -41,10 +41,16 @@ _CLOCK_KEY = re.compile(r"(?i)(?:^|_|(?<=[a-z]))(?:elapsed|duration|took|latency
 _LONGEST_ACK = max(map(len, ACK_WORDS))
 
 
+# A label made of one word and a number: `noop131`, `step-4`, `marker_12`.
+_COUNTED = re.compile(r"([A-Za-z][A-Za-z_-]{2,}?)[-_#]?[0-9]{1,9}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z_-]{2,}")
+MAX_ECHO_WORDS = 256
+
+
 class Echo:
     """The call's own argument values, in noise form, to tell echoed parts of a result."""
 
-    __slots__ = ("_values", "_text")
+    __slots__ = ("_values", "_text", "_words")
 
     def __init__(self, arguments: Any):
         values: set[str] = set()
@@ -52,11 +58,24 @@ class Echo:
         self._values = values
         joined = "\n".join(sorted(values))
         self._text = joined if len(joined) <= MAX_ECHO_TEXT else ""
+        self._words: Optional[frozenset[str]] = None  # the arguments' words, built on first need
 
     def has(self, text: str) -> bool:
         # Strings only, of three characters or more: a number or a letter in the arguments
         # (a page number, an id) says nothing about a result that holds the same one.
-        return len(text) >= MIN_ECHO_CHARS and (text in self._values or text in self._text)
+        if len(text) < MIN_ECHO_CHARS:
+            return False
+        return text in self._values or text in self._text or self._counted(text)
+
+    def _counted(self, text: str) -> bool:
+        """One of the call's own words with a number glued on (`noop131` for `echo noop`): an
+        echo with a counter, which counts the calls, not the answers (docs/equivalence.md)."""
+        m = _COUNTED.fullmatch(text) if len(text) <= 40 and text[-1].isdigit() else None
+        if m is None:
+            return False
+        if self._words is None:
+            self._words = frozenset(w.lower() for w in _WORD.findall(self._text)[:MAX_ECHO_WORDS])
+        return m.group(1).lower().rstrip("-_") in self._words
 
 
 def _collect(v: Any, out: set[str], depth: int) -> None:
