@@ -1,0 +1,87 @@
+"""Rules added on the public-report corpus's misses (issue 26): each is one plain sentence that
+holds for agents in general, with its unit test, a negative control and a mutation check.
+
+1. A number under a key that names a clock reading is volatile, inside text too.
+2. How often the agent did something (`read 3×`) is a counter, not an answer.
+3. A label made of one of the call's own words and a number is an echo with a counter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from otel_loopguard.calls import ToolCall
+from otel_loopguard.canon import load_key
+from otel_loopguard.canon.shape import FRAGMENT, noise, shape
+from otel_loopguard.calls import RawCall
+from otel_loopguard.fingerprint import Fingerprinter, fingerprint_call
+from otel_loopguard.policy import Policy
+
+KEY = load_key(key=b"r" * 32)
+
+
+def call(args: Any, result: Any, tool: str = "t") -> ToolCall:
+    return fingerprint_call(RawCall(seq=1, tool=tool, arguments=args, result=result), Fingerprinter(KEY, Policy()))
+
+
+# ---- 1. clock-keyed numbers -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, masked", [
+    ('{"status":"unhealthy","uptime_ms":428829,"db":"down"}', '{"status":"unhealthy","uptime_ms":\x00,"db":"down"}'),
+    ('"duration_seconds":0.1}', '"duration_seconds":\x00}'),
+    ("elapsed=1.25 rows=3", "elapsed=\x00 rows=3"),
+    ("Took: 35", "Took: \x00"),
+    ("latency_ms: 89,965 ok", "latency_ms: \x00 ok"),
+    ("(tokens: 9 · duration: 4m 8s)", "(tokens: 9 · duration: \x00m \x00)"),
+])
+def test_a_number_under_a_clock_key_is_masked_inside_text(text: str, masked: str) -> None:
+    assert noise(text) == masked.replace("\x00", FRAGMENT)
+
+
+@pytest.mark.parametrize("kept", ["timeout=30", "rows: 3", "uptime check passed", "duration of the lease is fixed",
+                                  '{"count":12,"limit":50}', "max_duration_ms", "took_over=1"])
+def test_negative_control_numbers_under_other_keys_and_clock_words_without_a_number_stay(kept: str) -> None:
+    assert noise(kept) == kept, kept
+
+
+def test_mutation_an_answer_that_changes_beside_the_clock_reading_is_a_new_shape() -> None:
+    a = call({"c": "curl /healthz"}, 'HTTP/1.1 503\r\n{"status":"unhealthy","uptime_ms":428829}')
+    b = call({"c": "curl /healthz"}, 'HTTP/1.1 503\r\n{"status":"unhealthy","uptime_ms":439952}')
+    c = call({"c": "curl /healthz"}, 'HTTP/1.1 200\r\n{"status":"healthy","uptime_ms":451020}')
+    assert a.equivalence.shape == b.equivalence.shape and a.result != b.result
+    assert c.equivalence.shape != a.equivalence.shape
+
+
+# ---- 2. repetition counts -------------------------------------------------------------------
+
+def test_a_repetition_count_is_masked() -> None:
+    assert noise("(7/7 lines shown · read 3× this session)") == f"(7/7 lines shown · read {FRAGMENT} this session)"
+    assert noise("seen 12 × so far") == f"seen {FRAGMENT} so far"
+
+
+@pytest.mark.parametrize("kept", ["1920×1080", "3 × 4 = 12", "x3×", "12×4"])
+def test_negative_control_dimensions_and_products_are_kept(kept: str) -> None:
+    assert noise(kept) == kept and shape(kept) == kept
+
+
+# ---- 3. an echo with a counter --------------------------------------------------------------
+
+def test_a_label_of_the_calls_own_word_and_a_number_is_an_echo() -> None:
+    eq = call({"command": "bash", "args": ["-c", "echo noop"]},
+              {"stdout": "noop\n", "exit_code": 0, "label": "noop131", "duration_ms": 4}).equivalence
+    assert eq.ack and eq.item_count == 0 and eq.echoed == 2
+
+
+def test_negative_control_a_counted_label_of_another_word_is_content() -> None:
+    eq = call({"command": "bash", "args": ["-c", "echo noop"]},
+              {"stdout": "noop\n", "exit_code": 0, "label": "build131"}).equivalence
+    assert not eq.ack and eq.item_count == 1
+
+
+def test_mutation_the_word_alone_must_match_a_whole_argument_word() -> None:
+    # "noo" is inside "noop" but is no word of the arguments: not an echo.
+    eq = call({"command": "echo noop"}, {"label": "noo131"}).equivalence
+    assert eq.item_count == 1 and eq.echoed == 0
+    assert call({"command": "echo noop"}, {"label": "noop-7"}).equivalence.echoed == 1
