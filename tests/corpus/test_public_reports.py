@@ -61,13 +61,6 @@ KNOWN_MISSES = {
                                          "between brings new file content, so neither repeat nor error_streak "
                                          "counts in a row; reaching it needs a per-action 'same answer again within "
                                          "2 x stop_at decisions' count, or knowing which tools only read",
-    "018-alanwest-kb-search-reworded": "reworded queries (sketch similarity 0.0-0.33) and hits whose relevance scores "
-                                       "move: each hit is a new item because an element without a url is its whole "
-                                       "JSON, score included; needs 'a relevance score is no content' plus a "
-                                       "no_progress count over items",
-    "020-gemini-google-search-no-results": "reworded queries, the query quoted inside the answer's first line and the "
-                                           "sources renumbered ([1], [2]) in a new order: every line is a new item; needs "
-                                           "echo masking inside a line and list markers dropped from line items",
     "023-shaft-subagent-reasked-reworded": "each refusal opens with a different sentence ('Third time asking.', 'Same "
                                            "request again.'), so the answer is new each time; needs a similarity "
                                            "sketch of the result as well as of the arguments",

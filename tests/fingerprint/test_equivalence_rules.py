@@ -4,6 +4,9 @@ holds for agents in general, with its unit test, a negative control and a mutati
 1. A number under a key that names a clock reading is volatile, inside text too.
 2. How often the agent did something (`read 3×`) is a counter, not an answer.
 3. A label made of one of the call's own words and a number is an echo with a counter.
+4. A relevance score or rank says how the engine ranked a hit, not what the hit is.
+5. The request quoted (in quotation marks) in its answer is an echo, and a line's list marker
+   (`[2]`, `3.`) is its position, not its content.
 """
 
 from __future__ import annotations
@@ -85,3 +88,64 @@ def test_mutation_the_word_alone_must_match_a_whole_argument_word() -> None:
     eq = call({"command": "echo noop"}, {"label": "noo131"}).equivalence
     assert eq.item_count == 1 and eq.echoed == 0
     assert call({"command": "echo noop"}, {"label": "noop-7"}).equivalence.echoed == 1
+
+
+# ---- 4. a relevance score is no content -----------------------------------------------------
+
+def kb(ids: list[str], scores: list[float]) -> dict[str, Any]:
+    return {"results": [{"id": i, "title": f"Article {i}", "score": s} for i, s in zip(ids, scores)]}
+
+
+def test_the_same_hits_rescored_and_reranked_have_the_same_items() -> None:
+    a = call({"query": "user cannot log in after 2FA reset"}, kb(["KB-1", "KB-2", "KB-3"], [0.88, 0.8, 0.7]))
+    b = call({"query": "login fails after two factor reset"}, kb(["KB-3", "KB-1", "KB-2"], [0.91, 0.77, 0.52]))
+    assert set(a.equivalence.item_hashes) == set(b.equivalence.item_hashes)
+
+
+def test_negative_control_a_hit_whose_other_fields_change_is_a_new_item() -> None:
+    a = call({"q": "tasks"}, {"tasks": [{"id": "T1", "status": "open", "rank": 1}]})
+    b = call({"q": "tasks"}, {"tasks": [{"id": "T1", "status": "done", "rank": 1}]})
+    assert set(a.equivalence.item_hashes) != set(b.equivalence.item_hashes)
+
+
+def test_mutation_a_score_under_a_key_that_names_no_rank_is_content() -> None:
+    a = call({"q": "x"}, {"results": [{"id": "KB-1", "votes": 3}]})
+    b = call({"q": "x"}, {"results": [{"id": "KB-1", "votes": 4}]})
+    assert set(a.equivalence.item_hashes) != set(b.equivalence.item_hashes)
+
+
+# ---- 5. the request quoted in its answer; a list marker is a position -----------------------
+
+def web(query: str, sources: list[str]) -> dict[str, Any]:
+    listed = "\n".join(f"[{n}] {s}" for n, s in enumerate(sources, 1))
+    return {"llmContent": f'Web search results for "{query}":\n\nNo specification found.\n\nSources:\n{listed}',
+            "returnDisplay": f'Search results for "{query}" returned.'}
+
+
+def test_a_quoted_query_and_renumbered_sources_bring_the_same_items() -> None:
+    a = call({"query": "etf_code.mst file format"}, web("etf_code.mst file format", ["KIS portal (https://a)", "repo (https://b)"]))
+    b = call({"query": "etf_code.mst layout spec"}, web("etf_code.mst layout spec", ["repo (https://b)", "KIS portal (https://a)"]))
+    assert set(a.equivalence.item_hashes) == set(b.equivalence.item_hashes)
+
+
+def test_negative_control_a_new_source_is_a_new_item() -> None:
+    a = call({"query": "etf_code.mst file format"}, web("etf_code.mst file format", ["KIS portal (https://a)"]))
+    b = call({"query": "etf_code.mst layout spec"}, web("etf_code.mst layout spec", ["KIS forum (https://c)"]))
+    assert set(a.equivalence.item_hashes) != set(b.equivalence.item_hashes)
+
+
+def test_negative_control_an_unquoted_path_in_an_acknowledgement_is_kept() -> None:
+    # "Edited src/a.py" is a new side effect's answer, not a quote of the request.
+    a = call({"path": "src/search/oauth.ts"}, "Edited src/search/oauth.ts\nline 2")
+    b = call({"path": "src/search/client.ts"}, "Edited src/search/client.ts\nline 2")
+    assert set(a.equivalence.item_hashes) != set(b.equivalence.item_hashes)
+
+
+def test_mutation_line_numbers_of_a_file_read_are_not_list_markers() -> None:
+    # `12: x` (a reader's line numbers) stays: only `[n]`, `n.` and `n)` are markers.
+    a = call({"p": "f"}, "1: import os\n2: import sys")
+    b = call({"p": "f"}, "11: import os\n12: import sys")
+    assert set(a.equivalence.item_hashes) != set(b.equivalence.item_hashes)
+    c = call({"p": "f"}, "1. import os\n2. import sys")
+    d = call({"p": "f"}, "2. import os\n1. import sys")
+    assert set(c.equivalence.item_hashes) == set(d.equivalence.item_hashes)
