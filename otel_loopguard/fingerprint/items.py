@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Optional
 
-from ..conventions.failures import EXIT_STATUS_KEYS
+from ..conventions.failures import EXIT_STATUS_KEYS, is_status_line
 from ..canon.shape import noise, noise_parts
 from ..paths import get_path
 from ..policy import EquivalenceRule
@@ -182,6 +182,8 @@ def _noised_lines(text: str, echo: Echo, out: Items) -> None:
     for line in text.splitlines():
         line = line.strip()
         if line:
+            if is_status_line(line):
+                continue  # the process's exit status: no content, as an exit_code key is not
             if line[0] in "[0123456789":
                 line = _LIST_MARKER.sub("", line, count=1) if _LIST_MARKER.match(line) else line
             out.add(line, echo)

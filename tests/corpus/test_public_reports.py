@@ -57,10 +57,6 @@ def test_manifest_is_complete() -> None:
 # Loops the product does not stop by their label yet, and why (one line each, re-checked
 # against today's product; tests/corpus/public/README.md has the full diagnosis).
 KNOWN_MISSES = {
-    "013-stella-test-interleaved-reads": "the same failing test run (same shape) every other call, but each read "
-                                         "between brings new file content, so neither repeat nor error_streak "
-                                         "counts in a row; reaching it needs a per-action 'same answer again within "
-                                         "2 x stop_at decisions' count, or knowing which tools only read",
     "023-shaft-subagent-reasked-reworded": "each refusal opens with a different sentence ('Third time asking.', 'Same "
                                            "request again.'), so the answer is new each time; needs a similarity "
                                            "sketch of the result as well as of the arguments",
@@ -68,9 +64,6 @@ KNOWN_MISSES = {
                                "(neutral, as distinct side effects answering 'ok' must be, case 043); only the "
                                "`cd ... && true` repeats count: repeat warns, nothing stops by 7. Needs the shell "
                                "convention to know a no-op command (true, :, echo without a redirect)",
-    "034-localharness-identical-rewrites": "the read between the two bursts returns the content the run itself wrote, "
-                                           "which is new as a result, so the repeat count starts again (warn only); "
-                                           "needs the written content's items counted as seen",
 }
 HOLDOUT = PUBLIC / "holdout"
 HOLDOUT_MANIFEST = score.load_manifest(HOLDOUT / "manifest.json")

@@ -6,6 +6,9 @@ a negative control and a mutation check, through the real fingerprinting and det
 - A label made of one of the call's own words and a number is an echo with a counter.
 - A call of another action that brings nothing new (the answer the run already had) neither
   extends nor breaks an error streak; the failing action itself succeeding ends it.
+- The same action giving the same answer again at least every other decision is a loop, whatever
+  single call comes between (a read); a new side effect answered "ok" between starts it again,
+  and an answer with no content (a sleep) is a cadence.
 """
 
 from __future__ import annotations
@@ -139,3 +142,64 @@ def test_mutation_a_new_sides_effects_acknowledgement_between_failures_breaks_th
         steps.append(("replace", {"path": "parse.py", "old": f"split({i})", "new": "x"}, {"error": "0 occurrences"}, None, False))
         steps.append(("write_file", {"path": f"notes{i}.md", "content": f"try {i}"}, "ok"))
     assert not any(f.kind == "error_streak" and f.severity == "stop" for f in run(steps).findings)
+
+
+# ---- the same answer at least every other decision (detect/spread.py) ------------------------
+
+def failing_test(i: int) -> dict[str, Any]:
+    return {"exit_code": 101, "stdout": f"running 18 tests\ntest loop_detect::ping_pong ... FAILED\n"
+            f"test result: FAILED. 17 passed; 1 failed; finished in {0.31 + i / 100:.2f}s"}
+
+
+def interleaved(n: int, read: Any = lambda i: f"// file {i}\nfn f{i}() {{}}") -> list[tuple[Any, ...]]:
+    steps: list[tuple[Any, ...]] = []
+    for i in range(n):
+        steps.append(("bash", {"command": "cargo test -p core loop_detect"}, failing_test(i), None, False))
+        steps.append(("read_file", {"path": f"src/m{i}.rs"}, read(i)))
+    return steps
+
+
+def test_the_same_failing_run_between_reads_of_new_files_is_stopped_at_its_fifth_try() -> None:
+    h = run(interleaved(7))
+    assert stop_at(h) == 9
+    (f,) = [f for f in h.findings if f.kind == "cycle" and f.severity == "stop"]
+    assert f.seqs == (1, 3, 5, 7, 9) and "read_file" in f.reason and f.tool == "bash"
+
+
+def test_the_same_write_on_both_sides_of_a_read_is_stopped() -> None:
+    w = ("write", {"path": "out.csv", "content": "a,b\n1,2\n"}, "Written 8 bytes to out.csv")
+    h = run([w, w, w, ("read", {"path": "out.csv"}, "a,b\n1,2"), w, w, w])
+    assert stop_at(h) == 6
+
+
+def test_negative_control_a_test_run_after_each_edit_is_quiet() -> None:
+    # An edit answered "ok" between two runs is work: the count starts again.
+    steps: list[tuple[Any, ...]] = []
+    for i in range(7):
+        steps.append(("bash", {"command": "cargo test -p core loop_detect"}, failing_test(i), None, False))
+        steps.append(("edit_file", {"path": f"src/m{i}.rs", "patch": f"fix {i}"}, "ok"))
+    assert not [f for f in run(steps).findings if f.kind == "cycle"]
+
+
+def test_negative_control_a_sleep_between_polls_that_advance_is_quiet() -> None:
+    steps: list[tuple[Any, ...]] = []
+    for i in range(7):
+        steps.append(("bash", {"command": "sleep 60"}, "[Command finished with exit code 0]"))
+        steps.append(("bash", {"command": "tail -n 3 build.log"}, f"> Task :m{i}:compileJava\n> Task :m{i}:classes"))
+    assert loud(run(steps)) == []
+
+
+def test_mutation_two_decisions_between_the_tries_is_no_longer_every_other() -> None:
+    steps: list[tuple[Any, ...]] = []
+    for i in range(7):
+        steps.append(("bash", {"command": "cargo test -p core loop_detect"}, failing_test(i), None, False))
+        steps.append(("read_file", {"path": f"src/m{i}.rs"}, f"fn f{i}() {{}}"))
+        steps.append(("read_file", {"path": f"src/n{i}.rs"}, f"fn g{i}() {{}}"))
+    assert not [f for f in run(steps).findings if f.kind == "cycle"]
+
+
+def test_mutation_a_test_run_whose_answer_changes_starts_again() -> None:
+    steps = interleaved(7)
+    steps[4] = ("bash", {"command": "cargo test -p core loop_detect"}, {"exit_code": 101, "stdout": "2 failed"}, None, False)
+    h = run(steps)
+    assert stop_at(h) is None or stop_at(h) > 9

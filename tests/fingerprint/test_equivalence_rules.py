@@ -7,6 +7,7 @@ holds for agents in general, with its unit test, a negative control and a mutati
 4. A relevance score or rank says how the engine ranked a hit, not what the hit is.
 5. The request quoted (in quotation marks) in its answer is an echo, and a line's list marker
    (`[2]`, `3.`) is its position, not its content.
+6. A process's exit status line is no content of its answer (its failure is read apart).
 """
 
 from __future__ import annotations
@@ -149,3 +150,20 @@ def test_mutation_line_numbers_of_a_file_read_are_not_list_markers() -> None:
     c = call({"p": "f"}, "1. import os\n2. import sys")
     d = call({"p": "f"}, "2. import os\n1. import sys")
     assert set(c.equivalence.item_hashes) == set(d.equivalence.item_hashes)
+
+
+# ---- 6. an exit status line is no content ---------------------------------------------------
+
+def test_an_exit_status_line_is_no_content() -> None:
+    for text in ("[Command finished with exit code 0]", "done\nExit code: 1", "returncode=127"):
+        assert call({"c": "x"}, text).equivalence.ack, text
+
+
+def test_negative_control_prose_about_exit_codes_is_content() -> None:
+    eq = call({"c": "x"}, "The script returns exit code 0 when every check passes").equivalence
+    assert eq.item_count == 1
+
+
+def test_mutation_other_text_beside_the_status_line_is_still_content() -> None:
+    eq = call({"c": "x"}, "> Task :core:classes\n[Command finished with exit code 0]").equivalence
+    assert eq.item_count == 1 and not eq.ack
