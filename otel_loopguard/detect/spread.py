@@ -9,7 +9,8 @@ the same answer new. This broader rule says so, as a `cycle` finding that names 
 between, and only at the repeat stop count (`repeat.stop_at`, the tool's): it never warns, so
 the in-a-row and block rules keep their early, easy-to-explain findings.
 
-Not counted: a call that brought something new (it starts the count again), an answer with
+Not reported: calls in a row (`repeat`'s) and a strict alternation with one other call giving
+one answer (`cycle`'s). Not counted: a call that brought something new (it starts the count again), an answer with
 no content (a `sleep` between polls is a cadence), and a count across a new side effect
 answered "ok" (work that may have changed what the next try sees). O(1) per call; at most
 MAX_ACTIONS actions tracked.
@@ -34,14 +35,28 @@ MIN_STOP_AT = 5
 
 
 class _Spread:
-    __slots__ = ("decision", "calls", "between", "count", "latch")
+    __slots__ = ("decision", "calls", "between", "answers", "gaps", "count", "latch")
 
     def __init__(self, decision: int, call: ToolCall):
         self.decision = decision
         self.calls: list[ToolCall] = [call]
         self.between: set[str] = set()  # tools called between the tries (at most a few kept)
+        self.answers: set[tuple[str, object]] = set()  # (action, answer) between, at most two kept
+        self.gaps = 0  # tries that came after another call
         self.count = 1
         self.latch = Latch()
+
+    def note_between(self, last: ToolCall) -> None:
+        self.gaps += 1
+        if len(self.between) < 4:
+            self.between.add(last.tool)
+        if len(self.answers) < 2:
+            self.answers.add((last.action, last.equivalence.shape or last.result))
+
+    def strict_alternation(self) -> bool:
+        """Every call between was one action giving one answer: a block of two repeated,
+        which `cycle` itself judges."""
+        return self.gaps >= 2 and len(self.answers) == 1
 
 
 class SpreadDetector:
@@ -78,11 +93,11 @@ class SpreadDetector:
         spread.count += 1
         if len(spread.calls) < max(rule.stop_at, MIN_STOP_AT):
             spread.calls.append(call)
-        if last is not None and last.action != call.action and len(spread.between) < 4:
-            spread.between.add(last.tool)
+        if last is not None and last.action != call.action:
+            spread.note_between(last)
         stop_at = max(rule.stop_at, MIN_STOP_AT)
-        if not spread.between or spread.count < stop_at or spread.latch.stopped:
-            return []  # in a row: `repeat` says it
+        if not spread.gaps or spread.count < stop_at or spread.latch.stopped or spread.strict_alternation():
+            return []  # in a row: `repeat` says it; a strict alternation: `cycle` does
         spread.latch.stopped = spread.latch.warned = True
         return [self._finding(spread, stop_at)]
 

@@ -203,3 +203,12 @@ def test_mutation_a_test_run_whose_answer_changes_starts_again() -> None:
     steps[4] = ("bash", {"command": "cargo test -p core loop_detect"}, {"exit_code": 101, "stdout": "2 failed"}, None, False)
     h = run(steps)
     assert stop_at(h) is None or stop_at(h) > 9
+
+
+def test_a_strict_alternation_is_left_to_cycle() -> None:
+    # A, B, A, B...: the block rule's finding; the loose rule adds no second one per action.
+    a = ("bash", {"command": "cargo test"}, failing_test(0), None, False)
+    b = ("read_file", {"path": "src/lib.rs"}, "fn lib() {}")
+    h = run([a, b] * 6)
+    cycles = [f for f in h.findings if f.kind == "cycle" and f.severity == "stop"]
+    assert len(cycles) == 1 and "gave the same answer" not in cycles[0].reason
