@@ -15,6 +15,7 @@ acknowledging the path it was given), counted apart and never new.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional
@@ -184,11 +185,17 @@ def _noised_lines(text: str, echo: Echo, out: Items) -> None:
         if line:
             if is_status_line(line):
                 continue  # the process's exit status: no content, as an exit_code key is not
-            if line[0] in "[0123456789":
+            if _maybe_marked(line):
                 line = _LIST_MARKER.sub("", line, count=1) if _LIST_MARKER.match(line) else line
             out.add(line, echo)
         if len(out.texts) >= MAX_ITEMS_SCANNED:
             return
+
+
+def _maybe_marked(line: str) -> bool:
+    """A cheap test before the marker pattern: a reader's numbered lines (`12\tx`) skip it."""
+    head = line[:5]
+    return head[0] == "[" or ("0" <= head[0] <= "9" and ("." in head or ")" in head))
 
 
 def _list(items: list[Any], rule: EquivalenceRule, echo: Echo, out: Items) -> None:
@@ -204,11 +211,17 @@ def _list(items: list[Any], rule: EquivalenceRule, echo: Echo, out: Items) -> No
             out.add(noise(_json(element)), echo)
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_rank_key(key: str) -> bool:
+    return _RANK_KEY.match(key) is not None  # keys repeat across elements and calls: cached
+
+
 def _unranked(element: dict[str, Any]) -> dict[str, Any]:
     """A hit without its relevance score or rank: the same hit re-scored is the same hit."""
-    if not any(_RANK_KEY.match(k) for k in element):
-        return element
-    return {k: v for k, v in element.items() if not _RANK_KEY.match(k)}
+    for k in element:
+        if isinstance(k, str) and _is_rank_key(k):
+            return {k: v for k, v in element.items() if not (isinstance(k, str) and _is_rank_key(k))}
+    return element
 
 
 def _address(element: dict[str, Any], fields: tuple[str, ...]) -> Optional[str]:
