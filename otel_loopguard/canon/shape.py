@@ -7,8 +7,9 @@ report carries its noise inside longer text: "12:04:31.552 attempt 3 failed afte
 Two strengths, both pure regular expressions over text (no native path, so every shell
 gets the same result):
 
-- `noise`: clock readings (date-times, times of day, epoch numbers), durations, process
-  ids, attempt counters, temp paths, hex addresses. Used for a result's *items*: an item
+- `noise`: clock readings (date-times, times of day, epoch numbers, a number under a key
+  that names one: `uptime_ms: 4288`), durations, process ids, attempt and repetition
+  counters (`attempt 3`, `read 3×`), temp paths, hex addresses. Used for a result's *items*: an item
   keeps the ids it names (a page of new record ids is new).
 - `shape`: `noise`, then ids (UUIDs, long hex ids mixing digits and letters): the result's
   *shape digest*, compared only with earlier answers of the same action.
@@ -59,7 +60,18 @@ _WORD_LED = (
      re.compile(r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/dev/shm)/[^\s\"'\\,;:)\]}]*")),
     (("temp\\",), re.compile(r"(?i)(?<![A-Za-z])[A-Z]:\\{1,2}(?:[^\s\"\\]+\\{1,2})*?Temp\\{1,2}[^\s\"'\\,;]*")),
     (("0x",), re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")),
+    # A repetition count, `read 3×`: how often the agent did it, not what it got (not a
+    # dimension: `1920×1080` is kept).
+    (("\u00d7",), re.compile(r"(?<![0-9A-Za-z_.])[0-9]+[ \t]?\u00d7(?![ \t]?[0-9])")),
 )
+# A number written under a key that names a clock reading, inside text or canonical JSON
+# (`"uptime_ms":428829`, `elapsed=1.2`, `duration: 4m`): how long something ran or when is no
+# answer, as items.py already says of such a key in an object. The key and separator stay.
+_CLOCK_WORDS = ("elapsed", "duration", "took", "latency", "runtime", "uptime", "time_taken", "timetaken", "timestamp")
+_CLOCK_VALUE = re.compile(
+    r"(?i)((?<![A-Za-z0-9])[A-Za-z_]*?(?:elapsed|duration|took|latency|runtime|uptime|time_?taken|timestamp)"
+    r"(?:_?(?:ms|us|ns|s|sec|secs|seconds|millis))?\"?[ \t]*[:=][ \t]*)-?[0-9][0-9_]*(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?")
+_CLOCK_MASK = r"\g<1>" + FRAGMENT
 # UUIDs, and twelve or more hex digits with at least one digit and one letter: a request id,
 # a container id, a long hash. A short git hash (7-10) stays: a new commit is news.
 _IDS = re.compile(
@@ -105,6 +117,10 @@ def _noise(text: str) -> str:
             if key in low:
                 text = pattern.sub(FRAGMENT, text)
                 break
+    for key in _CLOCK_WORDS:
+        if key in low:
+            text = _CLOCK_VALUE.sub(_CLOCK_MASK, text)
+            break
     return _DIGIT_LED.sub(FRAGMENT, text)
 
 

@@ -36,6 +36,12 @@ _TEXT = re.compile(
     r"(?im)^[ \t\[(]*(?:[\w:*,.-]+[ \t]+){0,4}"
     r"(?:exited(?:[ \t]+with)?(?:[ \t]+(?:code|status))?|exit[ \t_]?(?:code|status)|return[ \t_]?code|returncode)"
     r"[\"']?[ \t]*[:=]?[ \t]*(-?[1-9][0-9]{0,2})[ \t\])\].]*$")
+# The same status line whatever its code, `0` included: a process's exit status is no content
+# of its answer (fingerprint/items.py), as the exit-status keys of an object are not.
+_STATUS_LINE = re.compile(
+    r"(?i)[ \t\[(]*(?:[\w:*,.-]+[ \t]+){0,4}"
+    r"(?:exited(?:[ \t]+with)?(?:[ \t]+(?:code|status))?|exit[ \t_]?(?:code|status)|return[ \t_]?code|returncode)"
+    r"[\"']?[ \t]*[:=]?[ \t]*-?[0-9]{1,3}[ \t\])\].]*")
 _HEAD_TAIL_CHARS = 400  # the text read at each end: a status line is a first or last line
 
 
@@ -65,3 +71,9 @@ def _text_fails(text: str) -> bool:
     if len(text) <= 2 * _HEAD_TAIL_CHARS:
         return _TEXT.search(text) is not None
     return _TEXT.search(text, 0, _HEAD_TAIL_CHARS) is not None or _TEXT.search(text[-_HEAD_TAIL_CHARS:]) is not None
+
+
+def is_status_line(line: str) -> bool:
+    """`line` (stripped) is a process's exit status line of its own: "[Command finished with
+    exit code 0]", "Exit code: 1", "returncode=127"."""
+    return ("xit" in line or "eturn" in line) and _STATUS_LINE.fullmatch(line) is not None

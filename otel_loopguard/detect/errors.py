@@ -10,7 +10,9 @@ errors that differ only in volatile fragments (times, pids) are "the same error"
 status that reports a failure for an action the run never called before is held back: an answer (grep's "no
 match", a pipeline's exit status over valid output) unless the same action fails next, which
 counts both; anything else drops it, so distinct commands answering with an exit status
-never make a streak.
+never make a streak. A success of another action that brings nothing new (the answer the run
+already had: a re-read of an unchanged file between failed edits) neither extends nor breaks
+a streak; the failing action itself succeeding is a recovery, and ends it.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class ErrorStreakDetector:
         first_time = self._called.add(call.action)
         if call.ok is None:
             return []  # unknown outcome: neither extends nor breaks the streak
+        if call.ok and self._count and call.action not in self._actions and _brings_nothing(step):
+            return []  # another call repeating an earlier answer changes nothing: no break
         held, self._held = self._held, None
         if call.ok is False and first_time and exit_status(call.equivalence.failed) and not self._decision_ok:
             self._held = (step, call)  # a new action's reported failure: an answer until retried
@@ -103,3 +107,11 @@ class ErrorStreakDetector:
         tool = last.tool if len({c.tool for c in self._calls}) == 1 else None
         action = last.action if one_action else None
         return finding("error_streak", level, self._calls, reason, count=len(self._calls), tool=tool, action=action)
+
+
+def _brings_nothing(step: Step) -> bool:
+    """A successful call that brought nothing new to the run (a re-read of an unchanged file
+    between two failed edits): it neither extends nor breaks a streak. A new action's
+    acknowledgement (`neutral`: an edit answered "applied") is work, and breaks it."""
+    j = step.judgement
+    return not j.new_information and not j.neutral and not j.terminal

@@ -22,6 +22,7 @@ from .novelty import NoProgressDetector
 from .parallel import ParallelDuplicateDetector
 from .polling import PollBudgetDetector
 from .repeat import RepeatDetector
+from .spread import SpreadDetector
 from .writes import DuplicateWriteDetector
 
 DETECTORS = (
@@ -34,6 +35,7 @@ DETECTORS = (
     PollBudgetDetector,
     DuplicateWriteDetector,
     ParallelDuplicateDetector,
+    SpreadDetector,
 )
 
 
@@ -41,7 +43,7 @@ DETECTORS = (
 # call may have been another action, an error, or new information). Budgets, caps, polls
 # and duplicate writes count totals, which a gap does not break.
 _STREAKS = frozenset({RepeatDetector, CycleDetector, ErrorStreakDetector, NoProgressDetector,
-                      ParallelDuplicateDetector})
+                      ParallelDuplicateDetector, SpreadDetector})
 
 MAX_DISTINCT_ACTIONS = 16384
 STOPPED_EARLIER = "the run was stopped earlier: "

@@ -15,11 +15,12 @@ acknowledging the path it was given), counted apart and never new.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional
 
-from ..conventions.failures import EXIT_STATUS_KEYS
+from ..conventions.failures import EXIT_STATUS_KEYS, is_status_line
 from ..canon.shape import noise, noise_parts
 from ..paths import get_path
 from ..policy import EquivalenceRule
@@ -41,10 +42,26 @@ _CLOCK_KEY = re.compile(r"(?i)(?:^|_|(?<=[a-z]))(?:elapsed|duration|took|latency
 _LONGEST_ACK = max(map(len, ACK_WORDS))
 
 
+# Argument values looked for inside a result line (a quoted query), longest first.
+MIN_QUOTE_CHARS = 8
+MAX_QUOTE_CHARS = 512
+MAX_QUOTES = 4
+QUOTE = "\x00q\x00"
+_QUOTE_MARKS = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("`", "`"))
+# A line's list marker is its position, not its content: `[2] KIS Developers`, `3. Title`.
+_LIST_MARKER = re.compile(r"(?:\[[0-9]{1,3}\]|[0-9]{1,3}[.)])[ \t]+(?=\S)")
+# A relevance score or rank says how the engine ranked a hit, not what the hit is.
+_RANK_KEY = re.compile(r"(?i)^[@_]?(?:search[._]?)?(?:relevance_?)?(?:score|relevance|similarity|distance|rank)$")
+# A label made of one word and a number: `noop131`, `step-4`, `marker_12`.
+_COUNTED = re.compile(r"([A-Za-z][A-Za-z_-]{2,}?)[-_#]?[0-9]{1,9}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z_-]{2,}")
+MAX_ECHO_WORDS = 256
+
+
 class Echo:
     """The call's own argument values, in noise form, to tell echoed parts of a result."""
 
-    __slots__ = ("_values", "_text")
+    __slots__ = ("_values", "_text", "_words", "_quotes")
 
     def __init__(self, arguments: Any):
         values: set[str] = set()
@@ -52,11 +69,41 @@ class Echo:
         self._values = values
         joined = "\n".join(sorted(values))
         self._text = joined if len(joined) <= MAX_ECHO_TEXT else ""
+        self._words: Optional[frozenset[str]] = None  # the arguments' words, built on first need
+        self._quotes: Optional[tuple[str, ...]] = None  # argument values looked for inside lines
+
+    def unquoted(self, text: str) -> str:
+        """`text` with the call's own longer argument values masked where it quotes them (in
+        quotation marks): a header that repeats the query (`Results for "2fa reset":`) is the
+        same line whatever the query; the rest of the line still counts."""
+        quotes = self._quotes
+        if quotes is None:
+            quotes = self._quotes = tuple(sorted((v for v in self._values if MIN_QUOTE_CHARS <= len(v) <= MAX_QUOTE_CHARS
+                                                  and "\n" not in v), key=len, reverse=True)[:MAX_QUOTES])
+        for v in quotes:
+            if v in text:
+                for left, right in _QUOTE_MARKS:
+                    quoted = f"{left}{v}{right}"
+                    if quoted in text:
+                        text = text.replace(quoted, QUOTE)
+        return text
 
     def has(self, text: str) -> bool:
         # Strings only, of three characters or more: a number or a letter in the arguments
         # (a page number, an id) says nothing about a result that holds the same one.
-        return len(text) >= MIN_ECHO_CHARS and (text in self._values or text in self._text)
+        if len(text) < MIN_ECHO_CHARS:
+            return False
+        return text in self._values or text in self._text or self._counted(text)
+
+    def _counted(self, text: str) -> bool:
+        """One of the call's own words with a number glued on (`noop131` for `echo noop`): an
+        echo with a counter, which counts the calls, not the answers (docs/equivalence.md)."""
+        m = _COUNTED.fullmatch(text) if len(text) <= 40 and text[-1].isdigit() else None
+        if m is None:
+            return False
+        if self._words is None:
+            self._words = frozenset(w.lower() for w in _WORD.findall(self._text)[:MAX_ECHO_WORDS])
+        return m.group(1).lower().rstrip("-_") in self._words
 
 
 def _collect(v: Any, out: set[str], depth: int) -> None:
@@ -95,7 +142,7 @@ class Items:
         if echo.has(text):
             self.echoed += 1
         elif len(self.texts) < MAX_ITEMS_SCANNED:
-            self.texts.append(text)
+            self.texts.append(echo.unquoted(text))
 
 
 def decompose(value: Any, form: str, rule: EquivalenceRule, echo: Echo, noised: Optional[str] = None) -> Items:
@@ -136,9 +183,19 @@ def _noised_lines(text: str, echo: Echo, out: Items) -> None:
     for line in text.splitlines():
         line = line.strip()
         if line:
+            if is_status_line(line):
+                continue  # the process's exit status: no content, as an exit_code key is not
+            if _maybe_marked(line):
+                line = _LIST_MARKER.sub("", line, count=1) if _LIST_MARKER.match(line) else line
             out.add(line, echo)
         if len(out.texts) >= MAX_ITEMS_SCANNED:
             return
+
+
+def _maybe_marked(line: str) -> bool:
+    """A cheap test before the marker pattern: a reader's numbered lines (`12\tx`) skip it."""
+    head = line[:5]
+    return head[0] == "[" or ("0" <= head[0] <= "9" and ("." in head or ")" in head))
 
 
 def _list(items: list[Any], rule: EquivalenceRule, echo: Echo, out: Items) -> None:
@@ -149,9 +206,22 @@ def _list(items: list[Any], rule: EquivalenceRule, echo: Echo, out: Items) -> No
             out.add(noise(element.strip()), echo)
         elif isinstance(element, dict):
             key = _address(element, rule.item_fields)
-            out.add(key if key is not None else noise(_json(element)), echo)
+            out.add(key if key is not None else noise(_json(_unranked(element))), echo)
         elif element is not None and not isinstance(element, bool):
             out.add(noise(_json(element)), echo)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_rank_key(key: str) -> bool:
+    return _RANK_KEY.match(key) is not None  # keys repeat across elements and calls: cached
+
+
+def _unranked(element: dict[str, Any]) -> dict[str, Any]:
+    """A hit without its relevance score or rank: the same hit re-scored is the same hit."""
+    for k in element:
+        if isinstance(k, str) and _is_rank_key(k):
+            return {k: v for k, v in element.items() if not (isinstance(k, str) and _is_rank_key(k))}
+    return element
 
 
 def _address(element: dict[str, Any], fields: tuple[str, ...]) -> Optional[str]:
@@ -179,7 +249,7 @@ def _object(obj: dict[str, Any], rule: EquivalenceRule, echo: Echo, out: Items, 
             if echo.has(text):
                 out.echoed += 1
             else:
-                rest[key] = text
+                rest[key] = echo.unquoted(text)
     if rest:
         out.add(_json(rest), NO_ECHO)
 

@@ -54,25 +54,21 @@ def test_manifest_is_complete() -> None:
             assert e["class"] == "legit" and e["must_stay_quiet"] is True, e["id"]
 
 
-# Loops the product does not stop by their label yet, and why (one line each).
+# Loops the product does not stop by their label yet, and why (one line each, re-checked
+# against today's product; tests/corpus/public/README.md has the full diagnosis).
 KNOWN_MISSES = {
-    "005-cortex-healthcheck-volatile": "the shape form of the raw HTTP text still differs on every answer (an uptime "
-                                       "counter inside it is not a masked shape), so each answer is new",
-    "007-pi-echo-noop-counter": "the answer carries a label with a counter (noop131, noop132...): a new item each time",
-    "013-stella-test-interleaved-reads": "(baseline diagnosis) the reads between the test runs bring new file "
-                                         "content, so the same failing test run never repeats in a row",
-    "018-alanwest-kb-search-reworded": "(baseline diagnosis) reworded queries and re-ranked hits whose scores move",
-    "020-gemini-google-search-no-results": "(baseline diagnosis) reworded queries, re-ranked hits, and the query "
-                                           "echoed in the answer",
-    "023-shaft-subagent-reasked-reworded": "(baseline diagnosis) a new preamble each time; the refusal's opening "
-                                           "line, token count and duration vary",
-    "025-codex-echo-and-true": "the echo and `true` rituals are acknowledgements of new actions (neutral), so only "
-                               "the last four `cd ... && true` calls count: repeat warns, nothing stops",
-    "032-roo-apply-diff-missing-function": "(baseline diagnosis) each diff and each error (similarity %, line "
-                                           "number) differ, and the re-read between tries resets the error streak",
-    "034-localharness-identical-rewrites": "(baseline diagnosis) writes are not side effects under the default "
-                                           "policy, and the read between the two bursts resets the repeat count",
+    "023-shaft-subagent-reasked-reworded": "each refusal opens with a different sentence ('Third time asking.', 'Same "
+                                           "request again.'), so the answer is new each time; needs a similarity "
+                                           "sketch of the result as well as of the arguments",
+    "025-codex-echo-and-true": "`true` and `echo ...` are different actions, each a new action's acknowledgement "
+                               "(neutral, as distinct side effects answering 'ok' must be, case 043); only the "
+                               "`cd ... && true` repeats count: repeat warns, nothing stops by 7. Needs the shell "
+                               "convention to know a no-op command (true, :, echo without a redirect)",
 }
+HOLDOUT = PUBLIC / "holdout"
+HOLDOUT_MANIFEST = score.load_manifest(HOLDOUT / "manifest.json")
+# Holdout loops missed today (none: see the README's holdout section for the figures before).
+HOLDOUT_KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=[e["id"] for e in MANIFEST])
@@ -85,6 +81,32 @@ def test_case(entry: dict) -> None:
         pytest.xfail(KNOWN_MISSES[entry["id"]]) if verdict.verdict != "stopped" else pytest.fail(
             f"{entry['id']} is stopped by its label now: take it off KNOWN_MISSES")
     assert verdict.verdict == "stopped", f"{entry['id']}: {verdict.verdict} ({verdict})"
+
+
+@pytest.mark.parametrize("entry", HOLDOUT_MANIFEST, ids=[e["id"] for e in HOLDOUT_MANIFEST])
+def test_holdout_case(entry: dict) -> None:
+    verdict = score.score_case(entry, HOLDOUT)
+    if entry["class"] == "legit":
+        assert verdict.verdict == "quiet", f"{entry['id']}: flagged ({verdict})"
+        return
+    if entry["id"] in HOLDOUT_KNOWN_MISSES:
+        pytest.xfail(HOLDOUT_KNOWN_MISSES[entry["id"]]) if verdict.verdict != "stopped" else pytest.fail(
+            f"{entry['id']} is stopped by its label now: take it off HOLDOUT_KNOWN_MISSES")
+    assert verdict.verdict == "stopped", f"{entry['id']}: {verdict.verdict} ({verdict})"
+
+
+def test_holdout_manifest_is_complete() -> None:
+    """The holdout set: its own files, labels and sources, none of them in the main set."""
+    assert {p.name for p in HOLDOUT.glob("*.ndjson")} == {e["file"] for e in HOLDOUT_MANIFEST}
+    assert sum(e["class"] == "loop" for e in HOLDOUT_MANIFEST) >= 8
+    assert sum(e["class"] == "legit" for e in HOLDOUT_MANIFEST) >= 5
+    assert not {e["source_url"] for e in HOLDOUT_MANIFEST} & {e["source_url"] for e in MANIFEST}
+    for e in HOLDOUT_MANIFEST:
+        assert e["set"] == "holdout" and e["source_url"].startswith("https://") and e["why"], e["id"]
+        if e["class"] == "loop":
+            assert isinstance(e["stop_by"], int) and 1 <= e["stop_by"] < e["calls"], e["id"]
+        else:
+            assert e["must_stay_quiet"] is True, e["id"]
 
 
 def test_figures() -> None:
@@ -101,3 +123,7 @@ def test_figures() -> None:
     for line in changed:
         print("  changed since baseline:", line)
     assert f["loops"] == len(LOOP_IDS) and f["legit"] == len(LEGIT_IDS)
+    held = score.score_all(HOLDOUT_MANIFEST, HOLDOUT)
+    print("\nholdout set (labelled before the product judged it):\n" + score.report(held))
+    h = score.figures(held)
+    print(f"holdout: recall {h['stopped']}/{h['loops']}, false positives {h['false_positives']}/{h['legit']}")
