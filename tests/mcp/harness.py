@@ -112,3 +112,64 @@ def lines(path: Path) -> list[bytes]:
 
 def text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
+
+
+class RawClient:
+    """A hand-written client on the proxy's pipes: what the SDK never sends (batches, bad lines)."""
+
+    def __init__(self, tmp: Path, environment: dict[str, str], mode: str = "observe",
+                 server: Optional[list[str]] = None):
+        import queue
+        import subprocess
+
+        server = server or [sys.executable, str(HERE / "raw_server.py")]
+        self.err_path = tmp / "proxy.err"
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen(proxy_command(tmp, mode=mode, server=server), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._err, env=environment, cwd=str(ROOT))
+        self._lines: "queue.Queue[bytes]" = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")  # end of stream
+
+    def send(self, message: Any) -> None:
+        import json
+
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float = 20) -> bytes:
+        return self._lines.get(timeout=timeout)
+
+    def read_json(self, timeout: float = 20) -> Any:
+        import json
+
+        return json.loads(self.read(timeout))
+
+    def close_input(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def wait(self, timeout: float = 30) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._err.close()
+        return code
+
+    def stderr(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def initialize(self) -> None:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        assert self.read_json()["id"] == 0
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def call(request_id: Any, name: str, arguments: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments or {}}}

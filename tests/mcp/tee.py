@@ -4,6 +4,7 @@
                                         (bytes from its stdout), each flushed as it passes
 """
 
+import os
 import subprocess
 import sys
 import threading
@@ -38,4 +39,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code if code >= 0 else 128 - code)  # not sys.exit: the stdin thread may still be blocked reading, which aborts finalization
