@@ -42,6 +42,7 @@ class Sink(trace_service_pb2_grpc.TraceServiceServicer):
 
     def __init__(self) -> None:
         self.spans: list[Span] = []
+        self.requests: list[bytes] = []  # as received: OTLP protobuf files for the audit
         self._lock = threading.Lock()
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -53,6 +54,7 @@ class Sink(trace_service_pb2_grpc.TraceServiceServicer):
 
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC's name)
         with self._lock:
+            self.requests.append(request.SerializeToString())
             for rs in request.resource_spans:
                 for ss in rs.scope_spans:
                     for s in ss.spans:

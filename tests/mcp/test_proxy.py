@@ -87,7 +87,8 @@ def test_enforce_answers_the_fifth_identical_call_and_the_server_never_sees_it(t
 
 
 def test_enforce_lets_a_healthy_session_through(tmp_path: Path, sink: Sink) -> None:
-    """Negative control: different calls are never answered by the proxy."""
+    """Negative control: different calls, even a second round of them (which only warns), are never answered
+    by the proxy."""
     results = calls(tmp_path, "enforce", sink, HEALTHY * 2)
     assert [r.is_error for r in results] == [False] * 8
     assert len(tools_calls(tmp_path / "server.in")) == 8
