@@ -15,7 +15,7 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import BinaryIO, Optional
+from typing import Any, BinaryIO, Optional
 
 from .framing import MAX_LINE, LineSplitter
 from .session import TO_SERVER, Session
@@ -89,7 +89,7 @@ async def run(command: list[str], session: Session, stdin: Optional[BinaryIO] = 
     client, server = _Out(writer, "client"), _Out(proc.stdin, "MCP server")
     stop = asyncio.Event()
     _on_signals(stop)
-    pumps = {asyncio.create_task(_client_to_server(reader, session, server, client)): "client",
+    pumps: dict[asyncio.Task[Any], str] = {asyncio.create_task(_client_to_server(reader, session, server, client)): "client",
              asyncio.create_task(_server_to_client(proc.stdout, session, client)): "server"}
     stopping = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*pumps, stopping], return_when=asyncio.FIRST_COMPLETED)
@@ -99,7 +99,7 @@ async def run(command: list[str], session: Session, stdin: Optional[BinaryIO] = 
     return await _client_ended(proc, session, pumps, server, client, stopping, grace)
 
 
-async def _server_ended(proc: asyncio.subprocess.Process, session: Session, pumps: dict, client: _Out,
+async def _server_ended(proc: asyncio.subprocess.Process, session: Session, pumps: dict[asyncio.Task[Any], str], client: _Out,
                         stopping: asyncio.Task) -> int:
     for answer in session.close("server_exit"):
         await client.write(answer)
@@ -110,7 +110,7 @@ async def _server_ended(proc: asyncio.subprocess.Process, session: Session, pump
     return _status(code)
 
 
-async def _client_ended(proc: asyncio.subprocess.Process, session: Session, pumps: dict, server: _Out, client: _Out,
+async def _client_ended(proc: asyncio.subprocess.Process, session: Session, pumps: dict[asyncio.Task[Any], str], server: _Out, client: _Out,
                         stopping: asyncio.Task, grace: float) -> int:
     server.close()  # the server's stdin: the MCP shutdown sequence starts with it
     to_client = next(t for t, side in pumps.items() if side == "server")
@@ -143,7 +143,7 @@ def _on_signals(stop: asyncio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
 
 
-def _cancel(tasks: list) -> None:
+def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -33,9 +32,7 @@ TO_SERVER, TO_CLIENT = "server", "client"
 @dataclass
 class _Pending:
     span: trace.Span
-    tool: str
-    decision: Optional[Decision]
-    start_ns: int
+    decision: Optional[Decision]  # what the guard's record() needs once the answer comes
 
 
 class Session:
@@ -85,7 +82,8 @@ class Session:
 
     def _client_message(self, message: dict[str, Any], *, enforce: bool) -> Optional[bytes]:
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw = message.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if method == conv.TOOLS_CALL and "id" in message:
             return self._call(message["id"], params, enforce)
         if method == "notifications/cancelled":
@@ -95,7 +93,8 @@ class Session:
         return None
 
     def _call(self, request_id: Any, params: dict[str, Any], enforce: bool) -> Optional[bytes]:
-        tool = params.get("name") if isinstance(params.get("name"), str) else "unknown"
+        name = params.get("name")
+        tool = name if isinstance(name, str) else "unknown"
         arguments = params.get("arguments")
         span = self._spans.start(request_id, tool, arguments, params.get("_meta"))
         decision = None
@@ -105,7 +104,7 @@ class Session:
             if decision.denied and enforce:
                 span.end()
                 return messages.tool_error(request_id, messages.denial_text(decision.message, tool, arguments))
-        self._remember(_key(request_id), _Pending(span, tool, decision, time.monotonic_ns()))
+        self._remember(_key(request_id), _Pending(span=span, decision=decision))
         return None
 
     def _remember(self, key: str, pending: _Pending) -> None:
