@@ -8,7 +8,7 @@ sdk:           the SDK's own spans only (mcp >= 2 traces every request: client `
 openllmetry:   plus OpenLLMetry's McpInstrumentor on both sides
 openinference: plus OpenInference's MCPInstrumentor on both sides (context propagation only)
 
-Writes captures/mcp/mcp_<instr>__<scenario>.json (client and server spans in one file, each
+Writes mcp_captures/mcp_<instr>__<scenario>.json (client and server spans in one file, each
 span's "side" said in its row) and a .tree.txt beside it.
 """
 
@@ -86,7 +86,7 @@ def main() -> None:
         with open(server_out) as f:
             server = json.load(f)
     name = f"mcp_{args.instr}__{args.scenario}"
-    path = os.path.join(common.CAPTURES, "mcp", name + ".json")
+    path = os.path.join(HERE, "mcp_captures", name + ".json")
     meta = {"combo": f"mcp_{args.instr}", "scenario": args.scenario, "python": common.python_version(),
             "versions": common.versions(VERSIONS), "instrument_error": refused,
             "calls": [[n, a] for n, a in SCENARIOS[args.scenario]], "results": results, "run_seconds": t_run.seconds}

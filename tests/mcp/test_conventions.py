@@ -1,5 +1,5 @@
 """MCP `tools/call` spans: recognised as tool calls when they carry content, never judged when
-they carry none (the MCP SDK's own spans: research/conventions/captures/mcp/)."""
+they carry none (the MCP SDK's own spans: research/conventions/mcp_captures/)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from otel_loopguard.conventions import ToolSpan, recognise
 from otel_loopguard.conventions.mcp import contentless
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPTURES = ROOT / "research" / "conventions" / "captures" / "mcp"
+CAPTURES = ROOT / "research" / "conventions" / "mcp_captures"
 SDK_CAPTURES = sorted(p for p in CAPTURES.glob("mcp_*.json") if not p.name.startswith("mcp_proxy"))
 
 SEMCONV = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
