@@ -39,20 +39,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: OTEL_LOOPGUARD_MODE, else enforce)")
     parser.add_argument("--policy", default=None, help="policy file (default: OTEL_LOOPGUARD_POLICY)")
     parser.add_argument("--session-id", default=None, help="the run id of this session (default: a new one)")
-    parser.add_argument("server", nargs=argparse.REMAINDER, help="-- then the MCP server's own command")
+    parser.add_argument("--listen", default=None, metavar="HOST:PORT",
+                        help="streamable HTTP: serve here, before the MCP endpoint --upstream (needs the mcp extra)")
+    parser.add_argument("--upstream", default=None, metavar="URL", help="streamable HTTP: the MCP server's endpoint")
+    parser.add_argument("server", nargs=argparse.REMAINDER, help="-- then the MCP server's own command (stdio)")
 
 
 def run(args: argparse.Namespace) -> int:
     command = args.server[1:] if args.server[:1] == ["--"] else args.server
-    if not command:
+    http = args.listen is not None or args.upstream is not None
+    if http and (command or not (args.listen and args.upstream)):
+        _log.error("mcp-proxy: streamable HTTP takes --listen HOST:PORT and --upstream URL, and no server command")
+        return 2
+    if not http and not command:
         _log.error("mcp-proxy: no server command: otel-loopguard mcp-proxy -- <server command ...>")
         return 2
     provider = _provider()
     try:
         install(tracer_provider=provider, run_id_attribute=conv.SESSION_ID, mode=args.mode, policy=args.policy)
         guard = make_guard(mode=args.mode, policy=args.policy)
-        spans = CallSpans(provider.get_tracer("otel-loopguard.mcp-proxy", __version__),
-                          args.session_id or uuid.uuid4().hex)
+        tracer = provider.get_tracer("otel-loopguard.mcp-proxy", __version__)
+        if http:
+            from . import http as http_transport
+
+            return asyncio.run(http_transport.serve(args.listen, args.upstream,
+                                                    lambda sid: Session(CallSpans(tracer, sid, "tcp"), guard)))
+        spans = CallSpans(tracer, args.session_id or uuid.uuid4().hex)
         return asyncio.run(proxy.run(command, Session(spans, guard)))
     finally:
         provider.shutdown()  # flushes the last spans

@@ -24,15 +24,16 @@ def _text(value: Any) -> str:
 
 
 class CallSpans:
-    def __init__(self, tracer: trace.Tracer, session_id: str):
+    def __init__(self, tracer: trace.Tracer, session_id: str, transport: str = "pipe"):
         self._tracer = tracer
         self.session_id = session_id
+        self._transport = transport  # network.transport: pipe for stdio, tcp for HTTP
         self.protocol: Optional[str] = None  # the version the client asked for at initialize
 
     def start(self, request_id: Any, tool: str, arguments: Any, meta: Any) -> trace.Span:
         attributes = {
             conv.METHOD: conv.TOOLS_CALL, _OPERATION: "execute_tool", conv.TOOL: tool,
-            conv.REQUEST_ID: str(request_id), conv.SESSION_ID: self.session_id, "network.transport": "pipe",
+            conv.REQUEST_ID: str(request_id), conv.SESSION_ID: self.session_id, "network.transport": self._transport,
             conv.ARGUMENTS[0]: _text(arguments if arguments is not None else {}),
         }
         if self.protocol:
