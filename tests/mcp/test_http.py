@@ -46,8 +46,14 @@ def sink() -> Iterator[Sink]:
     s.stop()
 
 
+class Endpoint(str):
+    """The proxy's endpoint; `upstream`: the server's own."""
+
+    upstream = ""
+
+
 @pytest.fixture
-def stack(tmp_path: Path, sink: Sink, request: pytest.FixtureRequest) -> Iterator[str]:
+def stack(tmp_path: Path, sink: Sink, request: pytest.FixtureRequest) -> Iterator[Endpoint]:
     """server <- proxy (in the mode the test gives); yields the proxy's endpoint."""
     mode = request.param
     server_port, proxy_port = _port(), _port()
@@ -57,7 +63,9 @@ def stack(tmp_path: Path, sink: Sink, request: pytest.FixtureRequest) -> Iterato
                     f"127.0.0.1:{proxy_port}", "--upstream", f"http://127.0.0.1:{server_port}/mcp"], proxy_port,
                    tmp_path / "proxy.err", env(sink))
     try:
-        yield f"http://127.0.0.1:{proxy_port}/mcp"
+        endpoint = Endpoint(f"http://127.0.0.1:{proxy_port}/mcp")
+        endpoint.upstream = f"http://127.0.0.1:{server_port}/mcp"
+        yield endpoint
     finally:
         for proc in (proxy, server):
             proc.terminate()
@@ -124,3 +132,33 @@ def test_many_concurrent_sessions_are_judged_apart(stack: str, sink: Sink) -> No
     lookups = [s for s in spans if s.attributes["gen_ai.tool.name"] == "counted_lookup"]
     assert len(lookups) == 40 and len({s.attributes["mcp.session.id"] for s in lookups}) == 8
     assert sum(s.attributes.get("loopguard.dispatched") is False for s in lookups) == 8
+
+
+def test_a_server_that_does_not_answer_gets_the_client_a_502_and_the_proxy_goes_on(tmp_path: Path, sink: Sink) -> None:
+    import httpx2
+
+    closed, proxy_port = _port(), _port()  # nothing listens on `closed`
+    proxy = _start([sys.executable, "-m", "otel_loopguard.cli", "mcp-proxy", "--listen", f"127.0.0.1:{proxy_port}",
+                    "--upstream", f"http://127.0.0.1:{closed}/mcp"], proxy_port, tmp_path / "proxy.err", env(sink))
+    try:
+        for _ in range(2):
+            answer = httpx2.post(f"http://127.0.0.1:{proxy_port}/mcp", content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+                                 headers={"content-type": "application/json"}, timeout=30)
+            assert answer.status_code == 502 and "did not answer" in answer.text
+        assert proxy.poll() is None
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=20)
+
+
+@pytest.mark.parametrize("stack", ["observe"], indirect=True)
+def test_a_malformed_request_gets_the_servers_own_answer(stack: str, sink: Sink) -> None:
+    """The same bad body sent direct and through the proxy: the same status and body back."""
+    import httpx2
+
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    for body in (b"{oops", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}'):
+        direct = httpx2.post(stack.upstream, content=body, headers=headers, timeout=30)
+        through = httpx2.post(stack, content=body, headers=headers, timeout=30)
+        assert 400 <= direct.status_code < 500
+        assert (through.status_code, through.content) == (direct.status_code, direct.content)
