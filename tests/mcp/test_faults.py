@@ -152,3 +152,16 @@ def test_a_large_result_passes_byte_for_byte(tmp_path: Path, sink: Sink) -> None
     assert len(result.content[0].text) == 8192 * 1024
     out = lines(tmp_path / "client.out")
     assert max(len(line) for line in out) > 8 * 1024 * 1024 and out == lines(tmp_path / "server.out")
+
+
+def test_a_server_that_cannot_start_is_named_and_the_proxy_exits(tmp_path: Path, sink: Sink) -> None:
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    missing = str(tmp_path / "no-such-server")
+    done = subprocess.run([sys.executable, "-m", "otel_loopguard.cli", "mcp-proxy", "--", missing], cwd=ROOT,
+                          env=env(sink), input=b"", capture_output=True, timeout=60)
+    assert done.returncode == 127 and done.stdout == b""  # nothing on the client's channel
+    assert "cannot start the MCP server" in done.stderr.decode() and "no-such-server" in done.stderr.decode()
