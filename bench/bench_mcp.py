@@ -4,8 +4,9 @@
     .venv/bin/python bench/bench_mcp.py [--calls 300] [--rounds 3] [--json]
 
 The MCP SDK's real client calls a real SDK server (research/conventions/mcp_server.py) over
-stdio, direct and through `otel-loopguard mcp-proxy` (observe and enforce), which exports its
-spans over OTLP/gRPC to a do-nothing receiver in this process. Each call's time is from
+stdio, direct and through `otel-loopguard mcp-proxy` (observe and enforce), and over streamable
+HTTP, direct and through the proxy (observe); the proxy exports its spans over OTLP/gRPC to a
+do-nothing receiver in this process. HTTP setups are compared with HTTP direct. Each call's time is from
 `call_tool` to its answer; the calls differ (order ids), so none is judged a loop. Setups take
 turns, round after round; figures are reported next to the direct baseline of the same run;
 nothing asserts on time (`--calls 5 --rounds 1` is the smoke size).
@@ -82,26 +83,85 @@ async def _session(setup: str, calls: int, port: int) -> list[float]:
     return times
 
 
-def measure(calls: int, rounds: int) -> dict[str, Any]:
+async def _http_session(url: str, calls: int) -> list[float]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    times = []
+    async with streamable_http_client(url) as (read, write, *_):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("lookup_order", {"order_id": "warm-up"})
+            for i in range(calls):
+                start = time.perf_counter()
+                await session.call_tool("lookup_order", {"order_id": f"A-{i}"})
+                times.append(time.perf_counter() - start)
+    return times
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int, proc: Any) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def _http_stack(otlp_port: int) -> tuple[list[Any], str, str]:
+    """The server over streamable HTTP and an observing proxy before it: (processes, direct, proxied)."""
+    import subprocess
+
+    server_port, proxy_port = _free_port(), _free_port()
+    code = (f"import sys; sys.path.insert(0, {str(SERVER[1].rsplit('/', 1)[0])!r}); import mcp_server; "
+            f"mcp_server.build().run('streamable-http', host='127.0.0.1', port={server_port})")
+    server = subprocess.Popen([sys.executable, "-c", code], env=_env(otlp_port), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    _listening(server_port, server)
+    proxy = subprocess.Popen([sys.executable, "-m", "otel_loopguard.cli", "mcp-proxy", "--mode", "observe", "--listen",
+                              f"127.0.0.1:{proxy_port}", "--upstream", f"http://127.0.0.1:{server_port}/mcp"],
+                             cwd=ROOT, env=_env(otlp_port), stderr=subprocess.DEVNULL)
+    _listening(proxy_port, proxy)
+    return [proxy, server], f"http://127.0.0.1:{server_port}/mcp", f"http://127.0.0.1:{proxy_port}/mcp"
+
+
+def measure(calls: int, rounds: int, http: bool = True) -> dict[str, Any]:
     import anyio
 
     server, port = _receiver()
     setups = ("direct", "observe", "enforce")
-    times: dict[str, list[float]] = {s: [] for s in setups}
+    times: dict[str, list[float]] = {s: [] for s in (*setups, *(("http direct", "http observe") if http else ()))}
+    procs: list[Any] = []
     try:
+        if http:
+            procs, direct_url, proxy_url = _http_stack(port)
         for _ in range(rounds):
             for setup in setups:
                 times[setup] += anyio.run(_session, setup, calls, port)
+            if http:
+                times["http direct"] += anyio.run(_http_session, direct_url, calls)
+                times["http observe"] += anyio.run(_http_session, proxy_url, calls)
     finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=20)
         server.stop(0)
     return _report(times, calls, rounds)
 
 
 def _report(times: dict[str, list[float]], calls: int, rounds: int) -> dict[str, Any]:
-    base = statistics.median(times["direct"])
+    """Each stdio setup against stdio direct, each HTTP setup against HTTP direct."""
     out: dict[str, Any] = {"calls_per_round": calls, "rounds": rounds, "python": platform.python_version(),
                            "cpus": os.cpu_count(), "setups": {}}
     for setup, values in times.items():
+        base = statistics.median(times["http direct" if setup.startswith("http") else "direct"])
         median = statistics.median(values)
         out["setups"][setup] = {"median_us": round(median * 1e6, 1),
                                 "p90_us": round(sorted(values)[int(len(values) * 0.9)] * 1e6, 1),
@@ -170,9 +230,9 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     print(f"tools/call latency, {args.calls} calls x {args.rounds} rounds, median per call")
-    print(f"{'setup':<10} {'median us':>10} {'p90 us':>10} {'x direct':>9} {'added us':>9}")
+    print(f"{'setup':<13} {'median us':>10} {'p90 us':>10} {'x direct':>9} {'added us':>9}")
     for setup, row in report["setups"].items():
-        print(f"{setup:<10} {row['median_us']:>10} {row['p90_us']:>10} {row['ratio_to_direct']:>9} {row['added_us']:>9}")
+        print(f"{setup:<13} {row['median_us']:>10} {row['p90_us']:>10} {row['ratio_to_direct']:>9} {row['added_us']:>9}")
     cpu = report["cpu_per_call"]
     print(f"CPU per call in the proxy (process time, incl. the export thread): {cpu['proxy_us']} us; "
           f"framing and json.loads alone: {cpu['framing_and_parse_us']} us ({cpu['ratio']}x)")

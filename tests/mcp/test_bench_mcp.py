@@ -19,7 +19,7 @@ def test_the_mcp_bench_measures_every_setup() -> None:
     sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
     report = bench.measure(calls=3, rounds=1)
-    assert set(report["setups"]) == {"direct", "observe", "enforce"}
+    assert set(report["setups"]) == {"direct", "observe", "enforce", "http direct", "http observe"}
     assert all(row["median_us"] > 0 for row in report["setups"].values())
     cost = bench.session_cost(20)
     assert cost["proxy_us"] > 0 and cost["framing_and_parse_us"] > 0
