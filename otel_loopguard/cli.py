@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the OTLP/gRPC receiver: dedupe, order, detect, emit finding spans")
     serve_command.add_arguments(serve)
     serve.set_defaults(handler=serve_command.run)
+    from .mcp import command as mcp_command
+
+    proxy = sub.add_parser("mcp-proxy", help="a proxy before an MCP server (stdio): traces and guards its tools/call")
+    mcp_command.add_arguments(proxy)
+    proxy.set_defaults(handler=mcp_command.run)
     demo = sub.add_parser("demo", help="scripted looping agents, judged live; then an audit of recorded traces")
     demo.set_defaults(handler=_demo)
     return parser

@@ -11,11 +11,11 @@ say() { printf '[test  %3ds] %s\n' "$SECONDS" "$*"; }
 if [ "${1:-}" = "--fast" ]; then
   shift
   say "fast tier: the test virtualenv .venv, then every test not marked real (tests/conftest.py)"
-  bash scripts/setup.sh test,frameworks,phoenix
+  bash scripts/setup.sh test,frameworks,phoenix,mcp
   LOOPGUARD_FAST=1 exec .venv/bin/python -m pytest -q -n 2 -m "not real" "$@"
 fi
 say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix)"
-bash scripts/setup.sh test,frameworks,phoenix
+bash scripts/setup.sh test,frameworks,phoenix,mcp
 # A second virtualenv for the one instrumentation that cannot share the first (see pyproject).
 say "step 2/7: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
 VENV=.venv-genai bash scripts/setup.sh genai_contrib

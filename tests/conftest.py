@@ -20,7 +20,7 @@ from tiers import FAST  # tests/ is on the path (pytest's rootdir conftest)
 TESTS = Path(__file__).resolve().parent
 # Folders whose every test runs real processes (the Collector, Jaeger, Phoenix, framework agents,
 # restarts and overload of `serve`).
-REAL_FOLDERS = frozenset({"collector", "e2e", "frameworks", "reliability"})
+REAL_FOLDERS = frozenset({"collector", "e2e", "frameworks", "reliability", "mcp"})
 # Modules that start `serve`, the CLI, a browser, mypy, pip or a gRPC server in most tests.
 REAL_MODULES = frozenset({
     "test_setup_scripts.py", "test_ci_docs.py", "test_smoke.py", "test_types.py",

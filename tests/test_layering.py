@@ -86,7 +86,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("",),
     ("audit",),
     ("calibrate", "receiver"),
-    ("demo",),
+    ("demo", "mcp"),
     ("cli",),
 )
 # Packages whose own folders are layered too, bottom first (same rule, inside the package).

@@ -13,8 +13,9 @@ from typing import Any, Mapping, Optional, Union
 
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
+from .mcp import contentless
 from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
-from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
+from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
                    TOOL_CONVENTIONS, HandoffConvention, ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
@@ -57,7 +58,7 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
         if isinstance(marker, str):  # an array value is not a marker
             if marker in conv.marker_values:
                 # A second instrumentation's span of a call already counted: not a call of its own.
-                if DUPLICATE_OF in attributes:
+                if DUPLICATE_OF in attributes or conv is MCP_TOOL and contentless(attributes):
                     return None
                 return _tool(conv, attributes, status_error, name)
             # Handoff markers share the tool markers' keys: one set test here, and the marker

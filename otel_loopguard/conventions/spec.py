@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import mcp
+
 
 @dataclass(frozen=True)
 class ToolConvention:
@@ -56,7 +58,10 @@ TRACELOOP_TOOL = ToolConvention(
     result=("traceloop.entity.output",),
 )
 
-TOOL_CONVENTIONS = (GENAI_TOOL, OPENINFERENCE_TOOL, TRACELOOP_TOOL)
+# MCP first: its tool spans also carry the GenAI marker, and one without content is no call.
+MCP_TOOL = ToolConvention(name="mcp", marker=mcp.METHOD, marker_values=frozenset({mcp.TOOLS_CALL}), tool=mcp.TOOL,
+                          call_id=mcp.CALL_ID, arguments=mcp.ARGUMENTS, result=mcp.RESULT)
+TOOL_CONVENTIONS = (MCP_TOOL, GENAI_TOOL, OPENINFERENCE_TOOL, TRACELOOP_TOOL)
 
 GENAI_MODEL = ModelConvention(
     name="gen_ai",
