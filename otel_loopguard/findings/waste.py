@@ -32,7 +32,7 @@ NS = 1e9
 @dataclass(frozen=True, kw_only=True)
 class Waste:
     calls: int
-    seconds: float  # tool time of the offending calls
+    seconds: Optional[float]  # tool time of the offending calls; None: no call has both its times
     model_calls: Optional[int]  # None: the model decisions of the run are not known here
     input_tokens: Optional[int]
     output_tokens: Optional[int]
@@ -49,7 +49,8 @@ class Waste:
     def attributes(self, prefix: str) -> dict[str, Any]:
         """`loopguard.finding.waste` or `loopguard.run.waste`: what is unknown is left out."""
         values: dict[str, Any] = {
-            "calls": self.calls, "seconds": round(self.seconds, 6), "model_calls": self.model_calls,
+            "calls": self.calls, "seconds": None if self.seconds is None else round(self.seconds, 6),
+            "model_calls": self.model_calls,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "tokens": self.tokens,
             "cost_usd": self.cost_usd, "share_calls": self.share_calls, "share_seconds": self.share_seconds,
         }
@@ -69,11 +70,12 @@ class RunTotals:
 
 class ModelIndex:
     """The run's model decisions by end time, with running sums: any window's tokens and cost
-    in two bisections. `models` None: not known (the share and the calls are still given)."""
+    in two bisections. None, or none with an end time: not known (an agent's calls come from
+    its decisions: a run without any was recorded without them), so no tokens are claimed."""
 
     def __init__(self, models: Optional[Iterable[ModelCall]], price_for: Callable[[Optional[str]], Optional[Price]]):
-        self.known = models is not None
         timed = sorted((m for m in models or () if m.end_ns), key=lambda m: m.end_ns or 0)
+        self.known = bool(timed)
         self._ends = [m.end_ns or 0 for m in timed]
         self._sums: list[tuple[int, int, float, int]] = [(0, 0, 0.0, 0)]  # input, output, cost, unpriced
         for m in timed:
@@ -112,7 +114,8 @@ def run_waste(findings: Sequence[Finding], calls: Mapping[int, ToolCall], models
 
 
 def _waste(episodes: list[list[ToolCall]], count: int, models: ModelIndex, totals: RunTotals) -> Waste:
-    seconds = sum(_duration(c) for e in episodes for c in e) / NS
+    timed = any(c.start_ns and c.end_ns for e in episodes for c in e)
+    seconds = sum(_duration(c) for e in episodes for c in e) / NS if timed else None
     n = tokens_in = tokens_out = unpriced = 0
     cost = 0.0
     for e in episodes:
@@ -129,7 +132,8 @@ def _waste(episodes: list[list[ToolCall]], count: int, models: ModelIndex, total
         output_tokens=tokens_out if known else None,
         cost_usd=round(cost, 6) if known and not unpriced else None,
         share_calls=round(min(count / totals.calls, 1.0), 4) if totals.calls else None,
-        share_seconds=round(min(seconds * NS / totals.span_ns, 1.0), 4) if totals.span_ns > 0 else None,
+        share_seconds=round(min(seconds * NS / totals.span_ns, 1.0), 4)
+        if seconds is not None and totals.span_ns > 0 else None,
     )
 
 

@@ -98,7 +98,12 @@ def test_the_run_counts_overlapping_findings_once_and_separate_loops_both() -> N
     assert run_waste([], CALLS, index, TOTALS).calls == 0
 
 
-def test_a_model_decision_with_no_end_time_is_not_placed_and_no_run_span_gives_no_share() -> None:
-    w = finding_waste(loop((3, 4, 5)), CALLS, ModelIndex([ModelCall(turn=1, input_tokens=5)], price_for),
-                      RunTotals(calls=0, span_ns=0))
-    assert w is not None and (w.model_calls, w.share_calls, w.share_seconds) == (0, None, None)
+def test_without_timed_model_decisions_no_tokens_are_claimed_and_no_run_span_gives_no_share() -> None:
+    """A run recorded without its decisions (NDJSON tool calls, or untimed model spans) did not
+    cost zero tokens: the figures are left out."""
+    for models in ([], [ModelCall(turn=1, input_tokens=5)]):
+        w = finding_waste(loop((3, 4, 5)), CALLS, ModelIndex(models, price_for), RunTotals(calls=0, span_ns=0))
+        assert w is not None and (w.model_calls, w.tokens, w.cost_usd) == (None, None, None)
+        assert (w.calls, w.share_calls, w.share_seconds) == (3, None, None)
+    one = finding_waste(loop((3, 4, 5)), CALLS, ModelIndex([model(1.0)], price_for), TOTALS)
+    assert one is not None and (one.model_calls, one.tokens, one.cost_usd) == (0, 0, 0.0)  # known: none in between
