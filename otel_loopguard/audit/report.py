@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..findings.episodes import plan
-from ..findings.waste import Waste
 from ..findings.wording import with_next_step
 from ..score import RunReport
-from ..score.readout import readout, shown_text, usd, waste_text
+from ..score.readout import readout, shown_text, total_text, total_waste, waste_text
 
 EXIT_MEANING = {
     0: "every run passes the release rule",
@@ -97,7 +96,7 @@ def summary_text(reports: list[RunReport], empty: list[Path], status: int) -> st
     lines.append("  findings by kind: " + (", ".join(shown) if shown else "none"))
     wasted = [readout(r).waste for r in reports]
     if any(w.calls for w in wasted):
-        lines.append("  loops cost: " + _total_waste(wasted))
+        lines.append("  loops cost: " + total_text(total_waste(wasted)))
     failing = [r.run_id for r in reports if r.passed is False]
     if failing:
         rule = "FAILS for " + ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
@@ -109,18 +108,3 @@ def summary_text(reports: list[RunReport], empty: list[Path], status: int) -> st
     lines.append(f"  exit status: {status} ({EXIT_MEANING.get(status, '?')})")
     return "\n".join(lines) + "\n"
 
-
-def _total_waste(wasted: list[Waste]) -> str:
-    """All runs' loops together: calls, tool time, tokens and cost where every run knew them."""
-    calls = sum(w.calls for w in wasted)
-    parts = [f"{calls} calls in {sum(1 for w in wasted if w.calls)} runs"]
-    seconds = [w.seconds for w in wasted if w.calls and w.seconds is not None]
-    if seconds:
-        parts.append(f"{sum(seconds):.1f} s of tool time")
-    tokens = [w.tokens for w in wasted if w.calls]
-    if all(t is not None for t in tokens):
-        parts.append(f"{sum(t or 0 for t in tokens)} tokens")
-    costs = [w.cost_usd for w in wasted if w.calls]
-    if costs and all(c is not None for c in costs):
-        parts.append(usd(sum(c or 0.0 for c in costs)))
-    return ", ".join(parts)

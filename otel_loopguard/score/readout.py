@@ -10,11 +10,12 @@ words (findings/wording.py). Audit and calibrate print it in text, HTML and JUni
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
+from ..calls import ToolCall
 from ..findings import Finding
 from ..findings.episodes import plan, warned_at
-from ..findings.waste import ModelIndex, Waste, finding_waste, run_totals, run_waste
+from ..findings.waste import ModelIndex, RunTotals, Waste, finding_waste, run_totals, run_waste
 from ..findings.wording import plain_rule, with_next_step
 from .scoring import RunReport
 
@@ -39,10 +40,7 @@ class Readout:
 
 
 def readout(report: RunReport) -> Readout:
-    calls = {c.seq: c for c in report.calls}
-    price_for = report.policy.price_for if report.policy is not None else (lambda _model: None)
-    models = ModelIndex(report.models, price_for)
-    totals = run_totals(report.calls, len(report.calls))
+    calls, models, totals = _inputs(report)
     found = report.findings
     wastes = {i: w for i, f in enumerate(found) if (w := finding_waste(f, calls, models, totals)) is not None}
     shown = [Shown(finding=with_next_step(found[e.primary]), warned_at_seq=warned_at(found, e.warned),
@@ -51,6 +49,41 @@ def readout(report: RunReport) -> Readout:
     return Readout(shown=shown, waste=run_waste(found, calls, models, totals),
                    broken=[plain_rule(v) for v in release.get("violations", [])],
                    by_finding={id(found[i]): w for i, w in wastes.items()})
+
+
+def run_waste_of(report: RunReport) -> Waste:
+    """The run's waste alone (calibrate: under each candidate)."""
+    calls, models, totals = _inputs(report)
+    return run_waste(report.findings, calls, models, totals)
+
+
+def _inputs(report: RunReport) -> tuple[dict[int, ToolCall], ModelIndex, RunTotals]:
+    price_for = report.policy.price_for if report.policy is not None else (lambda _model: None)
+    return ({c.seq: c for c in report.calls}, ModelIndex(report.models, price_for),
+            run_totals(report.calls, len(report.calls)))
+
+
+def total_waste(wasted: Sequence[Waste]) -> dict[str, Any]:
+    """Several runs' waste summed: calls and runs always, the rest where every run knew it."""
+    looped = [w for w in wasted if w.calls]
+    out: dict[str, Any] = {"runs": len(looped), "calls": sum(w.calls for w in looped)}
+    for name in ("seconds", "tokens", "cost_usd"):
+        values = [getattr(w, name) for w in looped]
+        if looped and all(v is not None for v in values):
+            out[name] = round(sum(values), 6)
+    return out
+
+
+def total_text(total: dict[str, Any]) -> str:
+    """`12 calls in 3 runs, 9.5 s of tool time, 41.2 k tokens, $0.21`."""
+    parts = [f"{total['calls']} calls in {total['runs']} run{'s' if total['runs'] != 1 else ''}"]
+    if "seconds" in total:
+        parts.append(f"{total['seconds']:.1f} s of tool time")
+    if "tokens" in total:
+        parts.append(f"{_tokens(int(total['tokens']))} tokens")
+    if "cost_usd" in total:
+        parts.append(usd(total["cost_usd"]))
+    return ", ".join(parts)
 
 
 def waste_text(w: Waste) -> str:

@@ -30,7 +30,10 @@ MAX_EPISODES_PER_RUN = 8
 MAX_EPISODE_FINDINGS = 16
 MAX_TOOL_LABELS = 100
 WASTE = ("calls", "seconds", "tokens", "cost_usd")
-PREFIX = "loopguard.finding."
+WARNED_AT = "loopguard.finding.warned_at_seq"
+WARN_SPAN = "loopguard.finding.warn_span_id"
+EPISODE_SPAN = "loopguard.finding.episode_span_id"
+EPISODE_KINDS = "loopguard.finding.episode_kinds"
 
 
 @dataclass
@@ -65,16 +68,16 @@ class Folder:
         extra: dict[str, Any] = {}
         when = warned_at(findings, e.warned)
         if when is not None:
-            extra[PREFIX + "warned_at_seq"] = when
+            extra[WARNED_AT] = when
         for m in e.members:
             own = {k: v for k, v in read[m][1].items() if k.startswith("loopguard.")}
             member_when = warned_at(findings, e.member_warned.get(m, ()))
             if member_when is not None:
-                own[PREFIX + "warned_at_seq"] = member_when
+                own[WARNED_AT] = member_when
             primary.events.add(name=FINDING_SPAN, time_unix_nano=spans[m].start_time_unix_nano,
                                attributes=to_key_values(own))
         if e.members:
-            extra[PREFIX + "episode_kinds"] = sorted({findings[i].kind for i in (e.primary, *e.members)})
+            extra[EPISODE_KINDS] = sorted({findings[i].kind for i in (e.primary, *e.members)})
         extra.update(self._before(findings[e.primary], primary, [(findings[i], read[i][1]) for i in (e.primary, *e.members)]))
         if extra:
             primary.attributes.extend(to_key_values(extra))
@@ -88,10 +91,10 @@ class Folder:
         if left is not None:
             warn = next((sid for g, sid in left.findings if folds_into(g, f)), None)
             if warn is not None:
-                out[PREFIX + "warn_span_id"] = warn
-                out[PREFIX + "warned_at_seq"] = min(g.last_seq for g, sid in left.findings if sid == warn)
+                out[WARN_SPAN] = warn
+                out[WARNED_AT] = min(g.last_seq for g, sid in left.findings if sid == warn)
             if left.primary != warn:
-                out[PREFIX + "episode_span_id"] = left.primary
+                out[EPISODE_SPAN] = left.primary
         else:
             left = _Left(primary=span.span_id.hex(), findings=[], counted={})
             if f.kind not in INTEGRITY_KINDS:
@@ -104,7 +107,7 @@ class Folder:
         """The episode's waste beyond what its earlier spans counted, under the primary's kind."""
         tool = self._label(f.tool)
         for name in WASTE:
-            values = [a[f"{PREFIX}waste.{name}"] for _, a in mine if a.get(f"{PREFIX}waste.{name}") is not None]
+            values = [a[f"loopguard.finding.waste.{name}"] for _, a in mine if a.get(f"loopguard.finding.waste.{name}") is not None]
             if not values:
                 continue
             value = max(values)
@@ -134,10 +137,13 @@ def _finding(span: Span) -> tuple[Finding, dict[str, Any]]:
     """The finding a span carries, as the rule reads it, and the span's attributes."""
     attrs = attributes(span.attributes)
     seqs = tuple(int(attributes(e.attributes).get("loopguard.seq", 0)) for e in span.events if e.name == "loopguard.call")
-    f = Finding(kind=str(attrs.get(PREFIX + "kind", "")), severity=str(attrs.get(PREFIX + "severity", "")),
-                first_seq=int(attrs.get(PREFIX + "first_seq", 0)), last_seq=int(attrs.get(PREFIX + "last_seq", 0)),
-                count=int(attrs.get(PREFIX + "count", 0)), seqs=seqs,
-                span_ids=tuple(attrs.get(PREFIX + "span_ids") or ()), reason=str(attrs.get(PREFIX + "reason", "")),
+    f = Finding(kind=str(attrs.get("loopguard.finding.kind", "")),
+                severity=str(attrs.get("loopguard.finding.severity", "")),
+                first_seq=int(attrs.get("loopguard.finding.first_seq", 0)),
+                last_seq=int(attrs.get("loopguard.finding.last_seq", 0)),
+                count=int(attrs.get("loopguard.finding.count", 0)), seqs=seqs,
+                span_ids=tuple(attrs.get("loopguard.finding.span_ids") or ()),
+                reason=str(attrs.get("loopguard.finding.reason", "")),
                 tool=attrs.get("loopguard.tool.name"), action=attrs.get("loopguard.args.digest"),
                 run_id=str(attrs.get("loopguard.run.id", "")))
     return f, attrs
