@@ -68,19 +68,27 @@ def plan(findings: Sequence[Finding]) -> list[Episode]:
     warned = _fold(findings)
     folded = {w for ws in warned.values() for w in ws}
     groups: list[list[int]] = []
-    by_run: dict[str, list[int]] = {}  # run -> indices of its groups that loop kinds may join
+    by_call: dict[tuple[str, object], list[int]] = {}  # (run, call) -> the groups naming that call
     for i, f in enumerate(findings):
         if i in folded:
             continue
-        home = next((g for g in by_run.get(f.run_id, ())
-                     if any(same_episode(findings[j], f) for j in groups[g])), None) if f.kind in LOOP_KINDS else None
+        calls = _calls(f) if f.kind in LOOP_KINDS else []
+        near = dict.fromkeys(g for c in calls for g in by_call.get(c, ()))  # only groups sharing a call
+        home = next((g for g in near if any(same_episode(findings[j], f) for j in groups[g])), None)
         if home is None:
+            home = len(groups)
             groups.append([i])
-            if f.kind in LOOP_KINDS:
-                by_run.setdefault(f.run_id, []).append(len(groups) - 1)
         else:
             groups[home].append(i)
+        for c in calls:
+            if home not in by_call.setdefault(c, []):
+                by_call[c].append(home)
     return [_episode(g, findings, warned) for g in groups]
+
+
+def _calls(f: Finding) -> list[tuple[str, object]]:
+    """The calls a finding names, as overlaps() compares them: by span id, and by seq."""
+    return [(f.run_id, s) for s in f.span_ids if s] + [(f.run_id, n) for n in f.seqs]
 
 
 def _fold(findings: Sequence[Finding]) -> dict[int, list[int]]:

@@ -97,7 +97,7 @@ class Folder:
                 out[EPISODE_SPAN] = left.primary
         else:
             left = _Left(primary=span.span_id.hex(), findings=[], counted={})
-            if f.kind not in INTEGRITY_KINDS:
+            if f.kind not in INTEGRITY_KINDS and f.run_id:
                 self._left.put(f.run_id, [*episodes, left][-MAX_EPISODES_PER_RUN:])
         left.findings = (left.findings + [(g, span.span_id.hex()) for g, _ in mine])[-MAX_EPISODE_FINDINGS:]
         self._count(f, mine, left)
