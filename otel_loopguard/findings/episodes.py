@@ -93,18 +93,25 @@ def _calls(f: Finding) -> list[tuple[str, object]]:
 
 def _fold(findings: Sequence[Finding]) -> dict[int, list[int]]:
     """stop index -> the warns folded into it (each warn into the first stop it fits)."""
-    stops: dict[tuple[str, str, Optional[str], Optional[str]], list[int]] = {}
+    # Stops by the calls they name: a warn looks only at the stops sharing one of its calls.
+    stops: dict[tuple[str, str, Optional[str], Optional[str], int], list[int]] = {}
     for i, f in enumerate(findings):
         if f.severity == STOP:
-            stops.setdefault((f.run_id, f.kind, f.tool, f.action), []).append(i)
+            for seq in _seqs(f):
+                stops.setdefault((f.run_id, f.kind, f.tool, f.action, seq), []).append(i)
     out: dict[int, list[int]] = {}
     for i, f in enumerate(findings):
         if f.severity != WARN:
             continue
-        stop = next((s for s in stops.get((f.run_id, f.kind, f.tool, f.action), ()) if folds_into(f, findings[s])), None)
+        near = dict.fromkeys(s for seq in _seqs(f) for s in stops.get((f.run_id, f.kind, f.tool, f.action, seq), ()))
+        stop = next((s for s in sorted(near) if folds_into(f, findings[s])), None)
         if stop is not None:
             out.setdefault(stop, []).append(i)
     return out
+
+
+def _seqs(f: Finding) -> set[int]:
+    return {*f.seqs, f.first_seq, f.last_seq}
 
 
 def _episode(group: list[int], findings: Sequence[Finding], warned: dict[int, list[int]]) -> Episode:
