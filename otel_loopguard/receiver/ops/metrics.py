@@ -70,9 +70,10 @@ class Metrics:
         self._values[(name, ())] = value
 
     def get(self, name: str, **labels: str) -> float:
-        if labels:
-            return self._values.get((name, tuple(sorted(labels.items()))), 0)
-        return sum(v for (n, _), v in self._values.items() if n == name)
+        """The sum of the series of `name` that carry these labels (others may differ: asking
+        findings_total for kind and tool sums its severities)."""
+        want = set(labels.items())
+        return sum(v for (n, have), v in self._values.items() if n == name and want <= set(have))
 
     def render(self) -> str:
         lines: list[str] = []
