@@ -442,7 +442,7 @@ class RunAssembler:
         journal, emitted, noted, agents, roots = verdict.journal.unpacked()
         now = self._clock()
         buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=now, first_seq=verdict.first_seq,
-                           dense_seq=verdict.dense_seq)
+                           dense_seq=verdict.dense_seq, journal=True)  # journalled again: its model calls' waste
         buffer.roots.update(roots)
         buffer.agents = list(agents)
         buffer.clock_skew = verdict.clock_skew
