@@ -22,7 +22,7 @@ from ...bounded import BoundedMap
 from ...findings import INTEGRITY_KINDS, Finding
 from ...findings.episodes import Episode, folds_into, overlaps, plan, same_episode, warned_at
 from ...findings.otlp import FINDING_SPAN, is_own_span
-from ...otlp.values import attributes, to_key_values
+from ...otlp.values import any_value, attributes, to_key_values
 from ..ops.metrics import Metrics
 
 MAX_EPISODES = 10_000  # runs whose episodes that left are remembered for their later findings
@@ -57,10 +57,12 @@ class Folder:
             return spans
         read = [_finding(spans[i]) for i in at]
         findings = [f for f, _ in read]
+        mine = [spans[i] for i in at]
         gone: set[int] = set()
         for e in plan(findings):
-            gone |= self._one(e, [spans[i] for i in at], findings, read)
-        return [s for i, s in enumerate(spans) if i not in {at[g] for g in gone}]
+            gone |= self._one(e, mine, findings, read)
+        dropped = {at[g] for g in gone}
+        return [s for i, s in enumerate(spans) if i not in dropped]
 
     def _one(self, e: Episode, spans: list[Span], findings: list[Finding], read: list[tuple[Finding, dict[str, Any]]]) -> set[int]:
         """Folds one episode into its primary span; returns the indices (into `spans`) that go."""
@@ -134,8 +136,9 @@ def _related(earlier: Finding, later: Finding) -> bool:
 
 
 def _finding(span: Span) -> tuple[Finding, dict[str, Any]]:
-    """The finding a span carries, as the rule reads it, and the span's attributes."""
-    attrs = attributes(span.attributes)
+    """The finding a span carries, as the rule reads it, and the span's own attributes (the
+    conventions' copies for backends, input and output values, are not read)."""
+    attrs = {kv.key: any_value(kv.value) for kv in span.attributes if kv.key.startswith("loopguard.")}
     seqs = tuple(int(attributes(e.attributes).get("loopguard.seq", 0)) for e in span.events if e.name == "loopguard.call")
     f = Finding(kind=str(attrs.get("loopguard.finding.kind", "")),
                 severity=str(attrs.get("loopguard.finding.severity", "")),
