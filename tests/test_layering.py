@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_loopguard"
-CORE = ("canon", "native.py", "fingerprint", "policy", "progress", "detect", "findings/model.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "policy_source.py", "watched.py", "version.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
+CORE = ("canon", "native.py", "fingerprint", "policy", "progress", "detect", "findings/model.py", "findings/waste.py", "findings/episodes.py", "findings/wording.py", "score", "conventions", "enforce/guard.py", "calls.py", "bounded.py", "paths.py", "errors.py", "killswitch.py", "policy_source.py", "watched.py", "version.py", "calibrate/sweep.py", "calibrate/replay.py", "calibrate/calibration.py", "render")
 FORBIDDEN = ("grpc", "opentelemetry", "google.protobuf")
 
 

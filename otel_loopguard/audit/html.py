@@ -9,6 +9,7 @@ from typing import Optional
 from ..render.page import esc, page
 from ..render.timeline import Band, Flag, Mark, Timeline, legend, svg
 from ..score import RunReport
+from ..score.readout import readout, shown_text, waste_text
 
 _VERDICT = {True: "pass", False: "fail", None: "unscorable"}
 MAX_RUNS_DRAWN = 300  # a page that opens: failing runs first, then unscorable, then passing
@@ -39,10 +40,14 @@ def to_html(reports: list[RunReport], status: Optional[int] = None) -> str:
 
 def _run(i: int, r: RunReport) -> str:
     verdict = _VERDICT[r.passed]
-    release = r.score.get("release") or {}
-    broken = "".join(f"<li>{esc(v)}</li>" for v in release.get("violations", []))
-    findings = "".join(f"<li>{esc(f.severity)} <b>{esc(f.kind)}</b> calls {f.first_seq}-{f.last_seq}: "
-                       f"{esc(f.reason)}</li>" for f in r.findings)
+    shown = readout(r)
+    broken = "".join(f"<li>{esc(v)}</li>" for v in shown.broken)
+    findings = "".join(f"<li>{esc(s.finding.severity)} <b>{esc(s.finding.kind)}</b> calls {s.finding.first_seq}-"
+                       f"{s.finding.last_seq}: {esc(s.finding.reason)}{esc(shown_text(s))}"
+                       + (f"<br><span class='muted'>cost: {esc(waste_text(s.waste))}</span>" if s.waste else "")
+                       + "</li>" for s in shown.shown)
+    if shown.waste.calls:
+        findings += f"<li class='muted'>loops cost: {esc(waste_text(shown.waste))}</li>"
     return (f'<div class="run" id="run-{i}"><h3>{esc(r.run_id)} <span class="{verdict}">{verdict}</span> '
             f'<span class="muted">{esc(r.outcome)}, {len(r.records) or len(r.calls)} calls</span></h3>'
             + (f"<p>Release rule broken:</p><ul class='fail'>{broken}</ul>" if broken else "")

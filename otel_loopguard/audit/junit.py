@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..findings import Finding
+from ..score.readout import readout, shown_text, waste_text
 from ..score import RunReport
 
 SUITES_NAME = "otel-loopguard audit"
@@ -72,10 +73,9 @@ def _count(element: ET.Element, children: list[ET.Element], skipped: bool = True
 def _case(file: str, report: RunReport, also_in: list[str]) -> ET.Element:
     case = ET.Element("testcase", name=_xml(report.run_id), classname=_xml(file))
     if report.passed is False:
-        violations = report.score["release"]["violations"]
         failure = ET.SubElement(case, "failure", type="release_rule", message=_xml(_failure_message(report)))
-        failure.text = _xml("\n".join(["release rule broken:", *(f"  {v}" for v in violations),
-                                       *_finding_lines(report.findings)]))
+        failure.text = _xml("\n".join(["release rule broken:", *(f"  {v}" for v in readout(report).broken),
+                                       *_finding_lines(report)]))
     elif report.passed is None:
         ET.SubElement(case, "skipped", message=_xml(_skip_message(report)))
     out = _details(report, also_in)
@@ -100,9 +100,17 @@ def _findings_short(findings: list[Finding]) -> str:
     return ", ".join(f"{f.kind}/{f.severity} x{f.count} {f.tool or '-'} {_where(f)}" for f in findings)
 
 
-def _finding_lines(findings: list[Finding]) -> list[str]:
-    lines = ["findings:" if findings else "findings: none"]
-    lines += [f"  {f.severity} {f.kind} {_where(f)} x{f.count} {f.tool or '-'}: {f.reason}" for f in findings]
+def _finding_lines(report: RunReport) -> list[str]:
+    """One line a loop (score/readout.py), its cost under it, then the run's."""
+    shown = readout(report)
+    lines = ["findings:" if shown.shown else "findings: none"]
+    for s in shown.shown:
+        f = s.finding
+        lines.append(f"  {f.severity} {f.kind} {_where(f)} x{f.count} {f.tool or '-'}: {f.reason}{shown_text(s)}")
+        if s.waste is not None:
+            lines.append(f"    cost: {waste_text(s.waste)}")
+    if shown.waste.calls:
+        lines.append(f"loops cost: {waste_text(shown.waste)}")
     return lines
 
 
@@ -120,7 +128,7 @@ def _details(report: RunReport, also_in: list[str]) -> str:
         fields = {k: v for k, v in score.items() if k not in ("release", "findings_by_kind", "scorable")}
         lines.append("score: " + ", ".join(f"{k}={_show(v)}" for k, v in fields.items()))
     if report.passed is not False:  # a failure's text lists them already
-        lines += _finding_lines(report.findings)
+        lines += _finding_lines(report)
     return "\n".join(lines)
 
 

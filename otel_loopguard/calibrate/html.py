@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from ..render.page import esc, page
 from ..render.timeline import Band, Flag, Mark, Timeline, legend, svg
+from ..score.readout import waste_text
 from .calibration import Calibration, Result
 from .replay import RUN_LEVEL, Replayed
 from .report import is_loud
@@ -208,6 +209,7 @@ def _run_section(i: int, prepared: Any, now: Replayed, rec: Optional[Replayed]) 
     recorded = ""
     if rec is not None and rec.stop is not None:
         recorded = f"; recorded decisions stop it at call {rec.stop.seq}"
+    cost = f"; loops cost {waste_text(now.waste)}" if now.waste is not None and now.waste.calls else ""
     return (f'<div class="run" id="run-{i}"><h3>{esc(now.run_id)} <span class="{verdict}">{verdict}</span> '
-            f'<span class="muted">{esc(now.outcome)}, {len(marks)} calls{esc(recorded)}</span></h3>'
+            f'<span class="muted">{esc(now.outcome)}, {len(marks)} calls{esc(recorded)}{esc(cost)}</span></h3>'
             f"{svg(t, f'timeline-{i}')}</div>")

@@ -26,7 +26,9 @@ from ..detect.budgets import is_turn_budget
 from ..detect.run import stops_run
 from ..findings import AT_NEXT_CALL_KINDS, INTEGRITY_KINDS, KINDS, STOP, TOOL_LEVEL_KINDS, WARN, Finding
 from ..policy import Policy
+from ..findings.waste import Waste
 from ..score import SCORED, Prepared, RunReport, judge_prepared
+from ..score.readout import run_waste_of
 
 RUN_LEVEL = "*"  # the row of findings no single call caused (a budget reached by a model decision)
 # What the agent did, not the telemetry: integrity findings never count as a warn or a stop.
@@ -59,6 +61,7 @@ class Replayed:
     stop: Optional[Stop]  # the run-level stop, if blocking would deny a call
     caps: dict[str, Stop] = field(default_factory=dict)  # per-tool stops that deny a call
     warned: frozenset[str] = frozenset()  # tools (or RUN_LEVEL) with a warn-level finding
+    waste: Optional[Waste] = None  # what the loops found under this policy cost (findings/waste.py)
 
 
 def replay(prepared: Prepared, policy: Policy) -> Replayed:
@@ -76,7 +79,7 @@ def outcome_of(prepared: Prepared, report: RunReport, policy: Policy) -> Replaye
     stop = _run_stop(report.findings, calls, tools, prepared, policy)
     caps = _caps(report.findings, calls, stop)
     return Replayed(run_id=report.run_id, outcome=report.outcome, passed=report.passed, findings=report.findings,
-                    stop=stop, caps=caps, warned=warned)
+                    stop=stop, caps=caps, warned=warned, waste=run_waste_of(report))
 
 
 def _tool_of(f: Finding, tools: dict[int, str]) -> str:

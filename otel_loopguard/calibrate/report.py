@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from typing import Any, Optional
 
+from ..score.readout import total_text, total_waste
 from .calibration import Calibration, Result, ToolRow
 from .replay import RUN_LEVEL, Replayed, Stop
 
@@ -39,6 +40,7 @@ def _result(r: Result, tools: list[str]) -> dict[str, Any]:
     if r.key is not None or r.name == "current":
         doc["verdicts"] = {"pass": verdicts[True], "fail": verdicts[False], "unscorable": verdicts[None]}
         doc["verdict_flips"] = {"to_fail": r.to_fail, "to_pass": r.to_pass}
+    doc["waste"] = total_waste([run.waste for run in r.runs if run.waste is not None])
     doc["tools"] = [_row(r.tools[t]) for t in tools if t in r.tools]
     doc["per_run"] = [_run(run) for run in r.runs]
     return doc
@@ -70,6 +72,7 @@ def _run(run: Replayed) -> dict[str, Any]:
         "stop": _stop(run.stop) if run.stop else None,
         "caps": [_stop(s) for s in run.caps.values()],
         "findings": [f.as_dict() for f in run.findings],
+        "waste": run.waste.as_dict() if run.waste is not None else None,
     }
 
 
@@ -98,6 +101,10 @@ def to_text(cal: Calibration) -> str:
         note = f"  [{r.note}]" if r.note else ""
         lines.append(f"  {_cut(r.name, width):<{width}} {v[True]} pass, {v[False]} fail, {v[None]} unscorable"
                      f"{'  ' + '; '.join(flips) if flips else ''}{note}")
+    lines += ["", "LOOPS COST (the calls of the loops each candidate finds, and the model calls in between)"]
+    for r in cal.results:
+        total = total_waste([run.waste for run in r.runs if run.waste is not None])
+        lines.append(f"  {_cut(r.name, width):<{width}} " + (total_text(total) if total["calls"] else "no loop"))
     return "\n".join(lines) + "\n"
 
 

@@ -29,6 +29,7 @@ from ..calls import ToolCall
 from ..otlp import wire
 from ..otlp.values import to_key_values
 from .model import STOP, Finding
+from .wording import with_next_step
 
 FINDING_SPAN = "loopguard.finding"
 RUN_SPAN = "loopguard.run"
@@ -94,11 +95,13 @@ def finding_name(f: Finding, tool_label: Optional[str] = None) -> str:
 
 
 def finding_span(f: Finding, calls: Sequence[ToolCall], where: Placement, *, tool_label: Optional[str] = None,
-                 arguments: Optional[str] = None) -> Span:
+                 arguments: Optional[str] = None, extra: Optional[Mapping[str, Any]] = None) -> Span:
     """`arguments`: the action's raw arguments, only when the receiver saw them unredacted
-    (the backend already holds them on the tool spans)."""
+    (the backend already holds them on the tool spans); `extra`: more attributes (the waste).
+    A stop's reason ends with what enforce mode would have done (findings/wording.py)."""
+    f = with_next_step(f)
     span = _new_span(finding_name(f, tool_label), where)
-    attrs = {**_finding_attributes(f), **_finding_conventions(f, arguments)}
+    attrs = {**_finding_attributes(f), **_finding_conventions(f, arguments), **(extra or {})}
     # The evaluation (with the reason) is the first event, at the span's start: Jaeger opens a
     # span's logs, sorted by time, and leaves its tags folded.
     parts = [wire.attributes(attrs, wire.SPAN_ATTRIBUTE), wire.event(EVALUATION_EVENT, where.start_ns, _evaluation(f))]

@@ -46,6 +46,9 @@ class RunReport:
     score: dict[str, Any]
     # The run's unique records in sequence order, denied calls included (a timeline draws them).
     records: list[RawCall] = field(default_factory=list)
+    # The run's model decisions and the policy that judged it: what the loops cost (readout.py).
+    models: list[ModelCall] = field(default_factory=list)
+    policy: Optional[Policy] = None
 
     @property
     def passed(self) -> Optional[bool]:
@@ -140,14 +143,15 @@ def judge_prepared(prepared: Prepared, policy: Policy) -> RunReport:
     findings = [f.stamped(run.run_id, policy.version) for f in prepared.findings]
     if prepared.outcome != SCORED:
         return RunReport(run_id=run.run_id, outcome=prepared.outcome, findings=findings, calls=prepared.calls, score={"scorable": False, "release": None},
-                         records=prepared.records)
+                         records=prepared.records, models=run.models, policy=policy)
     state = Run(run.run_id, policy)
     findings += feed_in_order(state, run.models, prepared.calls)
     trail = GuardTrail()
     for seq, tool, dispatched, guard in _guard_notes(prepared.records, run.guard_events):
         trail.note(seq, tool, dispatched, guard, policy)
     score = score_fields(state.summary, findings, trail, run.facts, next_seq_after([c.seq for c in prepared.records]))
-    return RunReport(run_id=run.run_id, outcome=SCORED, findings=findings, calls=prepared.calls, score=score, records=prepared.records)
+    return RunReport(run_id=run.run_id, outcome=SCORED, findings=findings, calls=prepared.calls, score=score,
+                     records=prepared.records, models=run.models, policy=policy)
 
 
 def next_seq_after(seqs: list[int]) -> Callable[[int], int]:

@@ -10,6 +10,8 @@ First a healthy run (six `lookup_order` calls with different arguments): once Pr
 scraped its completed run and evaluated the rules twice since, no alert is pending or firing,
 and every rule evaluated without error. Then a looping run (six calls with the same arguments):
 LoopguardToolLoop fires for tool `lookup_order`, kind `repeat`, as /api/v1/alerts shows, and
+LoopguardWasteRate for the tool (the receiver's policy prices every model at $3000 per million
+tokens, so the model calls in between the loop's calls cost more than the rule's $5), and
 only loop alerts fire. The dashboard's queries all run on this Prometheus, and its loop panel
 shows the loop. Bounded (about 30 s; each wait at most 60 s); every process is stopped.
 
@@ -35,7 +37,10 @@ pytestmark = pytest.mark.real
 
 KEY = "alerts-live-" + secrets.token_hex(16)
 CALLS = 6
-LOOP_ALERTS = {"LoopguardToolLoop"}
+LOOP_ALERTS = {"LoopguardToolLoop", "LoopguardWasteRate"}
+# Every model priced high enough that one loop's decisions cost more than LoopguardWasteRate's $5
+# (about 5.9 k tokens between the calls of the looping run: about $17.6).
+POLICY = 'prices:\n  "*": {input: 3000, output: 3000}\n'
 
 
 @pytest.fixture
@@ -50,8 +55,11 @@ def receiver(sink: Sink, tmp_path: Path) -> Iterator[tuple[ReceiverProcess, int]
     program("prometheus")  # skips (fails on CI) before anything starts when Prometheus is missing
     metrics_port = free_port()
     env = child_env(lambda k: k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_LOOPGUARD_")), OTEL_LOOPGUARD_KEY=KEY)
+    policy = tmp_path / "priced.yaml"
+    policy.write_text(POLICY, encoding="utf-8")
     process = ReceiverProcess(["--forward", f"127.0.0.1:{sink.port}", "--root-grace-seconds", "0.5",
-                               "--metrics-listen", f"127.0.0.1:{metrics_port}"], env, tmp_path)
+                               "--metrics-listen", f"127.0.0.1:{metrics_port}", "--policy", str(policy)],
+                              env, tmp_path)
     try:
         yield process.start(), metrics_port
     finally:
@@ -102,22 +110,31 @@ def test_the_loop_alert_fires_on_a_looping_run_and_stays_quiet_on_a_healthy_one(
     assert _value(prometheus, "otel_loopguard_spans_received_total") >= 2 * CALLS
     assert prometheus.alerts() == [], explain()
     rules = prometheus.rules()
-    assert len(rules) == 15 and all(rule["health"] == "ok" for rule in rules), rules
+    assert len(rules) == 16 and all(rule["health"] == "ok" for rule in rules), rules
+    assert _value(prometheus, "sum(otel_loopguard_loop_wasted_cost_usd_total)") == 0
 
     # A looping run: LoopguardToolLoop fires for the tool and the kind, and only loop alerts fire.
     run_agents(process.port, ([{"order_id": "A12"}] * CALLS,), key=KEY,
                resource={"service.name": "loopguard-alerts-agent"})
 
-    def firing() -> list[dict[str, Any]]:
-        return [a for a in prometheus.alerts() if a["state"] == "firing" and a["labels"]["alertname"] in LOOP_ALERTS
-                and a["labels"].get("tool") == TOOL and a["labels"].get("kind") == "repeat"]
+    def firing(name: str) -> list[dict[str, Any]]:
+        return [a for a in prometheus.alerts() if a["state"] == "firing" and a["labels"]["alertname"] == name
+                and a["labels"].get("tool") == TOOL and a["labels"].get("kind", "repeat") == "repeat"]
 
-    (alert,) = wait_until(firing, 60, "LoopguardToolLoop never fired on the looping run", explain=explain)
+    (alert,) = wait_until(lambda: firing("LoopguardToolLoop"), 60, "LoopguardToolLoop never fired on the looping run",
+                          explain=explain)
     assert alert["labels"]["severity"] == "warning" and alert["labels"]["job"] == JOB
     assert alert["annotations"]["summary"] == f"Agent loop on tool {TOOL} (repeat)"
     assert alert["annotations"]["runbook"] == "docs/alerts.md#loopguardtoolloop"
     assert float(alert["value"]) >= 1
     assert any(f.name.startswith("loopguard.finding") for f in sink.findings())
+    # What the loop cost fires its own alert: the decisions in between, priced by the policy.
+    (waste,) = wait_until(lambda: firing("LoopguardWasteRate"), 60, "LoopguardWasteRate never fired on the loop",
+                          explain=explain)
+    assert waste["labels"]["severity"] == "warning" and "kind" not in waste["labels"]
+    assert waste["annotations"]["runbook"] == "docs/alerts.md#loopguardwasterate"
+    assert float(waste["value"]) > 5
+    assert _value(prometheus, f'sum(otel_loopguard_loop_wasted_calls_total{{tool="{TOOL}"}})') >= 5
     assert {a["labels"]["alertname"] for a in prometheus.alerts()} <= LOOP_ALERTS, explain()
     assert all(rule["health"] == "ok" for rule in prometheus.rules())
 

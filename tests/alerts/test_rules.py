@@ -2,7 +2,7 @@
 
 Without a process: every metric and label the rules and the dashboard name is one the receiver
 really exports (otel_loopguard/receiver/ops/metrics.py, and the labels its counters are given), the
-waste alert is a comment until `loop_wasted_*` exists, every alert has a unit test that fires it
+waste alert reads the `loop_wasted_*` counters, every alert has a unit test that fires it
 and one where it stays quiet, and a section in docs/alerts.md.
 With Debian's promtool (marked real): `promtool check rules` passes, the unit tests
 (tests/alerts/otel-loopguard.rules.test.yaml) pass, and fail when a rule is broken.
@@ -47,9 +47,12 @@ def exported_labels() -> dict[str, set[str]]:
     """Metric name -> the labels the receiver's code gives it (`metrics.inc("name", label=...)`)."""
     labels: dict[str, set[str]] = {name: set() for name in HELP}
     for path in (ROOT / "otel_loopguard").rglob("*.py"):
-        for name, rest in re.findall(r'\.inc\(\s*"(\w+)"([^)\n]*)\)', path.read_text(encoding="utf-8")):
-            if name in labels:
-                labels[name] |= set(re.findall(r"\b(\w+)=", rest))
+        for name, rest in re.findall(r'\.inc\(\s*f?"([\w{}]+)"([^)\n]*)\)', path.read_text(encoding="utf-8")):
+            # An f-string name (`f"loop_wasted_{name}_total"`) stands for every name it can make.
+            pattern = re.compile(re.sub(r"\\\{\w+\\\}", r"\\w+", re.escape(name)))
+            for known in labels:
+                if pattern.fullmatch(known):
+                    labels[known] |= set(re.findall(r"\b(\w+)=", rest))
     return labels
 
 
@@ -76,26 +79,34 @@ def unknown_names(expr: str, exported: dict[str, set[str]]) -> list[str]:
 
 def test_the_rules_and_the_dashboard_name_only_metrics_and_labels_the_receiver_exports() -> None:
     exported = exported_labels()
-    assert exported["findings_total"] == {"kind", "tool"} and exported["reload_failures_total"] == {"setting"}
+    assert exported["findings_total"] == {"kind", "tool", "severity"} and exported["reload_failures_total"] == {"setting"}
+    assert all(exported[f"loop_wasted_{n}_total"] == {"kind", "tool"} for n in ("calls", "seconds", "tokens", "cost_usd"))
     exprs = [rule["expr"] for rule in rules()] + dashboard_exprs()
     assert len(exprs) > 30
     wrong = {expr: unknown_names(expr, exported) for expr in exprs}
     assert {e: w for e, w in wrong.items() if w} == {}
     # Negative controls: a metric the receiver does not export, a label it does not give, a grouping by one.
-    assert unknown_names("increase(otel_loopguard_loop_wasted_cost_usd_total[1h]) > 5", exported) == [
-        "otel_loopguard_loop_wasted_cost_usd_total"]
+    assert unknown_names("increase(otel_loopguard_loop_wasted_dollars_total[1h]) > 5", exported) == [
+        "otel_loopguard_loop_wasted_dollars_total"]
     assert unknown_names('otel_loopguard_backpressure_total{tool="x"}', exported) == [
         "otel_loopguard_backpressure_total{tool}"]
-    assert unknown_names("sum by (severity) (otel_loopguard_findings_total)", exported) == ["by (severity)"]
+    assert unknown_names("sum by (severity) (otel_loopguard_loop_wasted_calls_total)", exported) == ["by (severity)"]
+    assert unknown_names("sum by (severity) (otel_loopguard_findings_total)", exported) == []
 
 
-def test_the_waste_alert_is_a_commented_placeholder_until_loop_wasted_metrics_exist() -> None:
-    text = RULES.read_text(encoding="utf-8")
-    assert "# - alert: LoopguardWasteRate" in text and "otel_loopguard_loop_wasted_cost_usd_total" in text
-    active = "\n".join(rule["expr"] for rule in rules())
-    assert "loop_wasted" not in active
-    if any(name.startswith("loop_wasted_") for name in HELP):
-        pytest.fail("the receiver now exports loop_wasted_*: turn the LoopguardWasteRate placeholder into an alert")
+def test_the_waste_alert_is_active_on_the_cost_the_receiver_exports() -> None:
+    (waste,) = [rule for rule in rules() if rule.get("alert") == "LoopguardWasteRate"]
+    assert "otel_loopguard_loop_wasted_cost_usd_total" in waste["expr"]
+    assert "loop_wasted_cost_usd_total" in HELP
+    assert "# - alert:" not in RULES.read_text(encoding="utf-8")  # no placeholder left
+
+
+def test_alerts_on_findings_total_sum_its_severity_away() -> None:
+    """The counter's `severity` label and the alert's own `severity` label would clash (a warn
+    and a stop series would become one labelset): every alert on it sums the label away."""
+    for rule in rules():
+        if "alert" in rule and "otel_loopguard_findings_total" in rule["expr"]:
+            assert re.search(r"sum (without \(severity\)|by \()", rule["expr"]), rule["alert"]
 
 
 def test_every_alert_has_a_unit_test_that_fires_it_and_one_where_it_stays_quiet() -> None:

@@ -148,9 +148,25 @@ def test_json_and_text_agree(audit_fast, tmp_path: Path) -> None:
     run = only_run(json.loads(audit_fast(path, fmt="json").stdout))
 
     assert run["score"]["tool_calls"] == len([line for line in text.splitlines() if CALL_LINE.match(line)])
-    for kind, severity, first, last, count, _ in findings_of(run):
+    # One line a loop (issue 29): the JSON lists every finding with its episode; the text shows
+    # each episode's primary (its stop), the warn folded into it as "warned at call N".
+    episodes: dict[int, list[dict[str, Any]]] = {}
+    for f in run["findings"]:
+        episodes.setdefault(f["episode"], []).append(f)
+    finding_lines = [line for line in text.splitlines() if re.match(r"^    (info|warn|stop) ", line)]
+    assert len(finding_lines) == len(episodes) == 1
+    for found in episodes.values():
+        primary = max(found, key=lambda f: ("info", "warn", "stop").index(f["severity"]))
+        first, last = primary["first_seq"], primary["last_seq"]
         where = f"seq {first}-{last}" if first != last else f"seq {first}"
-        assert re.search(rf"{severity}\s+{kind}\s+{where}\s+x{count}\b", text), (kind, text)
+        assert re.search(rf"{primary['severity']}\s+{primary['kind']}\s+{where}\s+x{primary['count']}\b", text), text
+    assert [(f["kind"], f["severity"]) for f in run["findings"]] == [
+        ("repeat", "warn"), ("no_progress", "warn"), ("repeat", "stop")]
+    assert "[warned at call 3; same calls: no_progress (warn)]" in finding_lines[0]
+    assert "enforce mode would deny call 5: see docs/guard.md" in finding_lines[0]
+    # What it cost: the five calls, all of the run (NDJSON records no model decisions: no tokens claimed).
+    assert run["waste"]["calls"] == 5 and run["waste"]["share_calls"] == 1.0 and "tokens" not in run["waste"]
+    assert re.search(r"^\s+cost: 5 calls \(100 % of the run\)", text, re.MULTILINE), text
 
 
 # --- exit statuses ----------------------------------------------------------------------

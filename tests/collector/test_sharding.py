@@ -205,8 +205,12 @@ def _value(v: Any) -> Any:
     return getattr(v, kind) if kind else None
 
 
+# Attributes naming another finding span by its (random) id: compared by presence, as span ids are.
+OTHER_SPAN_IDS = ("loopguard.finding.warn_span_id", "loopguard.finding.episode_span_id")
+
+
 def _attrs(kvs: Iterable[Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((kv.key, _value(kv.value)) for kv in kvs))
+    return tuple(sorted((kv.key, "<span id>" if kv.key in OTHER_SPAN_IDS else _value(kv.value)) for kv in kvs))
 
 
 def judged(sinks: Iterable[Sink]) -> dict[str, list[tuple[Any, ...]]]:
@@ -227,7 +231,9 @@ def judged(sinks: Iterable[Sink]) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def kinds(spans: list[tuple[Any, ...]]) -> set[tuple[str, str]]:
-    return {(dict(s[4])["loopguard.finding.kind"], dict(s[4])["loopguard.finding.severity"]) for s in spans}
+    """The kinds found, those riding on another finding of their loop as an event too (issue 29)."""
+    found = [dict(s[4]) for s in spans] + [dict(e[2]) for s in spans for e in s[6] if e[0] == "loopguard.finding"]
+    return {(a["loopguard.finding.kind"], a["loopguard.finding.severity"]) for a in found}
 
 
 # -- the proof -------------------------------------------------------------------------------

@@ -35,6 +35,9 @@ from otel_loopguard.otlp.values import attributes
 TRACE = "0a" * 16
 OTHER_TRACE = "0b" * 16
 ROOT = "01" * 8
+# A stop's reason ends with what enforce mode would have done (issue 29, findings/wording.py):
+# the repeat's call 5 is the one it would deny.
+STOP_REASON = "same call 3 times; enforce mode would deny call 5: see docs/guard.md"
 WHERE = Placement(bytes.fromhex(TRACE), bytes.fromhex(ROOT), 1_000, 9_000)
 
 
@@ -102,7 +105,7 @@ def test_a_finding_span_carries_every_finding_field_by_its_documented_name() -> 
         "loopguard.finding.last_seq": 5,
         "loopguard.finding.count": 3,
         "loopguard.finding.span_ids": [f"{3:016x}", f"{5:016x}"],  # a call without a span id is left out
-        "loopguard.finding.reason": "same call 3 times",
+        "loopguard.finding.reason": STOP_REASON,
         "loopguard.run.id": "run-1",
         "loopguard.policy.version": "v7",
         "loopguard.tool.name": "lookup",
@@ -110,7 +113,7 @@ def test_a_finding_span_carries_every_finding_field_by_its_documented_name() -> 
         "openinference.span.kind": "GUARDRAIL",
         "input.value": json.dumps({"tool": "lookup", "calls": "3-5"}),
         "input.mime_type": "application/json",
-        "output.value": "same call 3 times",
+        "output.value": STOP_REASON,
         "output.mime_type": "text/plain",
     }
     assert span.name == "loopguard.finding stop repeat lookup"
@@ -156,7 +159,7 @@ def test_links_and_call_events_name_each_offending_span_in_its_own_trace_and_tim
     assert events == [
         # First and at the span's start, the reason its first field: the log Jaeger shows first.
         ("gen_ai.evaluation.result", 1_000, {
-            "gen_ai.evaluation.explanation": "same call 3 times",
+            "gen_ai.evaluation.explanation": STOP_REASON.replace("call 5", "call 6"),  # its last call
             "gen_ai.evaluation.name": "loopguard.repeat",
             "gen_ai.evaluation.score.label": "stop",
         }),
@@ -171,7 +174,7 @@ def test_links_and_call_events_name_each_offending_span_in_its_own_trace_and_tim
 def test_only_a_stop_sets_status_error_with_the_reason(severity: str) -> None:
     span = finding_span(finding(severity=severity), [], WHERE)
     if severity == "stop":
-        assert (span.status.code, span.status.message) == (Status.STATUS_CODE_ERROR, "same call 3 times")
+        assert (span.status.code, span.status.message) == (Status.STATUS_CODE_ERROR, STOP_REASON)
     else:
         assert span.status == Status()
 

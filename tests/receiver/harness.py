@@ -150,6 +150,20 @@ def finding_key(span: Any) -> tuple[Any, ...]:
     )
 
 
+def read_findings(sink: Sink) -> list[tuple[Any, ...]]:
+    """The findings as a reader gets them, whether they left together or one by one (issue 29):
+    a finding riding on another as a `loopguard.finding` event counts as itself; a warn folded
+    into its stop, or named by it (`warn_span_id`), is what the stop's `warned_at_seq` says."""
+    spans = sink.findings()
+    named = {attr(s, "loopguard.finding.warn_span_id") for s in spans} - {None}
+    out = [(*finding_key(s), attr(s, "loopguard.finding.warned_at_seq")) for s in spans if s.span_id.hex() not in named]
+    for s in spans:
+        for e in s.events:
+            if e.name == "loopguard.finding":
+                out.append((*finding_key(e), attr(e, "loopguard.finding.warned_at_seq")))
+    return sorted(out, key=repr)
+
+
 def findings_of(sink: Sink, *, kind: Optional[str] = None, exclude: tuple[str, ...] = ()) -> list[Any]:
     spans = sink.findings()
     return [

@@ -60,7 +60,12 @@ def test_the_last_calls_after_the_grace_get_their_findings_and_a_revised_summary
         revised = sink.runs()[1]
         assert _revision(revised) == (2, first.span_id.hex(), 3)
         assert attr(revised, "loopguard.score.tool_calls") == 5 and revised.trace_id == run.trace_id
-        assert _kinds(sink) == [("no_progress", "warn"), ("repeat", "stop"), ("repeat", "warn")]
+        # One loop, one finding (issue 29): judged again together, the repeat's warn folds into its
+        # stop and the no_progress over the same calls rides on it as an event.
+        assert _kinds(sink) == [("repeat", "stop")]
+        (stop,) = findings_of(sink)
+        assert attr(stop, "loopguard.finding.warned_at_seq") == 3
+        assert sorted(attr(stop, "loopguard.finding.episode_kinds")) == ["no_progress", "repeat"]
         assert {f.trace_id for f in findings_of(sink)} == {run.trace_id}
         metrics = receiver.running.metrics
         assert metrics.get("late_spans_total") == 3 and metrics.get("run_revisions_total") == 1

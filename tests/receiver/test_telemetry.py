@@ -46,7 +46,17 @@ def test_prometheus_metrics_count_spans_findings_and_duplicates(sink: Sink) -> N
         assert status == 200
         assert content_type.startswith("text/plain") and "version=0.0.4" in content_type
         assert _sample(text, "otel_loopguard_spans_received_total") == 16
-        assert _sample(text, 'otel_loopguard_findings_total{kind="repeat",tool="lookup_order"}') == 2
+        # By severity too (issue 29): the warn folded into its stop still counts as a finding.
+        assert _sample(text, 'otel_loopguard_findings_total{kind="repeat",severity="warn",tool="lookup_order"}') == 1
+        assert _sample(text, 'otel_loopguard_findings_total{kind="repeat",severity="stop",tool="lookup_order"}') == 1
+        # What the loop cost, counted once for the loop (its warn, its stop and the no_progress
+        # over the same calls): calls 1-5, and the decisions before calls 2-5.
+        assert _sample(text, 'otel_loopguard_loop_wasted_calls_total{kind="repeat",tool="lookup_order"}') == 5
+        assert _sample(text, 'otel_loopguard_loop_wasted_tokens_total{kind="repeat",tool="lookup_order"}') == (
+            sum(1000 * i + 20 for i in range(2, 6)))
+        assert _sample(text, 'otel_loopguard_loop_wasted_seconds_total{kind="repeat",tool="lookup_order"}') > 0
+        assert 'otel_loopguard_loop_wasted_calls_total{kind="no_progress"' not in text
+        assert "otel_loopguard_loop_wasted_cost_usd_total 0" in text  # no model priced: no cost series
         assert _sample(text, "otel_loopguard_duplicates_total") == 3
         assert _sample(text, "otel_loopguard_spans_forwarded_total") == 13
         assert _sample(text, "otel_loopguard_runs_completed_total") == 1

@@ -23,7 +23,11 @@ HELP = {
     "spans_waited_total": "Copies of spans another request was delivering, held until it settled (then a duplicate, or delivered if it failed).",
     "conflicts_total": "Different spans under an id already seen; the later one is dropped.",
     "dedupe_evictions_total": "Dedupe entries evicted by size or age.",
-    "findings_total": "Findings emitted, by kind and tool.",
+    "findings_total": "Findings emitted, by kind, tool and severity (a warn folded into its stop still counts).",
+    "loop_wasted_calls_total": "Tool calls spent in loops (docs/findings.md, waste), by tool and kind; each loop counted once.",
+    "loop_wasted_seconds_total": "Tool time in seconds of the calls spent in loops, by tool and kind.",
+    "loop_wasted_tokens_total": "Tokens of the model decisions in between the calls spent in loops, by tool and kind.",
+    "loop_wasted_cost_usd_total": "Cost in USD of those model decisions, where the policy's prices price their model, by tool and kind.",
     "finding_spans_exported_total": "Finding and run summary spans delivered downstream.",
     "finding_spans_dropped_total": "Finding and run spans the downstream refused, or not delivered by shutdown.",
     "export_failures_total": "Failed attempts to send downstream (retried).",
@@ -39,6 +43,8 @@ HELP = {
     "reload_failures_total": "Reloads (SIGHUP or a changed policy file) refused, by setting; the running one was kept.",
     "phoenix_annotations_total": "Stop findings recorded as Phoenix trace annotations (annotate_phoenix_url).",
     "phoenix_annotations_dropped_total": "Phoenix trace annotations not recorded (Phoenix refused or unreachable, or the queue was full).",
+    "runs_cut_at_shutdown_total": "Open runs judged at shutdown as incomplete_trace (not saved to a state directory).",
+    "runs_cut_by_restart_total": "Runs marked incomplete_trace as cut by a restart (docs/receiver.md, Restarts).",
     "runs_shed_total": "Open runs judged early as incomplete_trace because open runs reached their memory bound.",
     "requests_too_large_total": "Requests refused for good (RESOURCE_EXHAUSTED) as larger than the memory bound or max_request_spans allows.",
     "runs_open": "Runs currently open.",
@@ -64,9 +70,10 @@ class Metrics:
         self._values[(name, ())] = value
 
     def get(self, name: str, **labels: str) -> float:
-        if labels:
-            return self._values.get((name, tuple(sorted(labels.items()))), 0)
-        return sum(v for (n, _), v in self._values.items() if n == name)
+        """The sum of the series of `name` that carry these labels (others may differ: asking
+        findings_total for kind and tool sums its severities)."""
+        want = set(labels.items())
+        return sum(v for (n, have), v in self._values.items() if n == name and want <= set(have))
 
     def render(self) -> str:
         lines: list[str] = []

@@ -13,6 +13,7 @@ from ...findings.otlp import export_request
 from ..ops.metrics import Metrics
 from ..state.spool import Recovered, Ref, Spool
 from .delivery import ForwardQueue
+from .folding import Folder
 from .downstream import RETRY_LATER, SENT, Downstream, cancel, take_batch
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -44,6 +45,7 @@ class FindingQueue:
         self._task: Optional[asyncio.Task[None]] = None
         self.delivered = asyncio.Event()
         self.on_delivered = on_delivered
+        self._folder = Folder(metrics)
 
     @property
     def full(self) -> bool:
@@ -55,6 +57,8 @@ class FindingQueue:
         return self._queue.qsize() + self._in_flight
 
     def put(self, spans: list[Span]) -> None:
+        """Spans that leave together, folded first: one loop, one finding to read (folding.py)."""
+        spans = self._folder.fold(spans)
         ref = None
         if self._spool is not None and spans:
             ref = self._spool.append(export_request(spans).SerializeToString(), len(spans), b"")

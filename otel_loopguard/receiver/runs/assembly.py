@@ -19,6 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from ...bounded import BoundedMap
 from ...findings import WARN, Finding
 from ...findings.otlp import Placement, finding_span, place, place_at, run_span
+from ...findings.waste import WASTE_KINDS, ModelIndex, RunTotals, finding_waste, run_totals, run_waste
 from ...fingerprint import Fingerprinter
 from ..ops.budget import side_table_entries, working_bytes
 from ..config import ReceiverConfig
@@ -441,7 +442,7 @@ class RunAssembler:
         journal, emitted, noted, agents, roots = verdict.journal.unpacked()
         now = self._clock()
         buffer = RunBuffer(run_id=verdict.run_id, fp=verdict.fp, now=now, first_seq=verdict.first_seq,
-                           dense_seq=verdict.dense_seq)
+                           dense_seq=verdict.dense_seq, journal=True)  # journalled again: its model calls' waste
         buffer.roots.update(roots)
         buffer.agents = list(agents)
         buffer.clock_skew = verdict.clock_skew
@@ -546,6 +547,10 @@ class RunAssembler:
         calls = [c for c in (buffer.first_call, buffer.last_call) if c is not None]
         where = place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)
         extra = {"loopguard.run.outcome": outcome, "loopguard.run.clock_skew": buffer.clock_skew, **(late or {})}
+        seqs = {s for f in buffer.findings if f.kind in WASTE_KINDS for s in f.seqs}
+        waste = run_waste(buffer.findings, {s: c for s in seqs if (c := buffer.recent.get(s))},
+                          _models(buffer, bool(seqs)), _totals(buffer))
+        extra.update(waste.attributes("loopguard.run.waste"))
         if late is None:
             _log.info("run %s complete: %s, %d tool calls", buffer.run_id, outcome, buffer.tool_calls_seen)
         else:
@@ -559,14 +564,17 @@ class RunAssembler:
             self._sent(buffer, f)
             calls = [c for c in (buffer.recent.get(s) for s in f.seqs) if c]
             label = self._tool_label(f.tool)  # bounded: the metric's label and the span name's tool
-            self._metrics.inc("findings_total", kind=f.kind, tool=label)
+            self._metrics.inc("findings_total", kind=f.kind, tool=label, severity=f.severity)
             _log.warning(
                 "finding %s/%s tool=%s run=%s seq=%d-%d: %s",
                 f.kind, f.severity, f.tool or "-", f.run_id, f.first_seq, f.last_seq, f.reason,
             )
+            waste = finding_waste(f, {c.seq: c for c in calls}, _models(buffer), _totals(buffer)) \
+                if f.kind in WASTE_KINDS else None
             spans.append(finding_span(
                 f, calls, where or place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer),
-                tool_label=label or None, arguments=buffer.arguments.get(f.action) if f.action else None))
+                tool_label=label or None, arguments=buffer.arguments.get(f.action) if f.action else None,
+                extra=waste.attributes("loopguard.finding.waste") if waste else None))
         return spans
 
     @staticmethod
@@ -594,6 +602,17 @@ class RunAssembler:
         now = time.time_ns()
         trace = buffer.first_trace or "0" * 32
         return place_at(bytes.fromhex(trace), bytes.fromhex(buffer.roots.get(trace, "")), now, now)
+
+
+def _models(buffer: RunBuffer, needed: bool = True) -> ModelIndex:
+    """The run's model decisions, from its journal (None there: too long to keep, tokens unknown)."""
+    journal = buffer.journal if needed else []
+    return ModelIndex(None if journal is None else (op[1] for op in journal if op[0] == "model"),
+                      buffer.fingerprinter.policy.price_for)
+
+
+def _totals(buffer: RunBuffer) -> RunTotals:
+    return run_totals([c for c in (buffer.first_call, buffer.last_call) if c is not None], buffer.tool_calls_seen)
 
 
 def _outside(start: int, end: int, parent_start: int, parent_end: int) -> bool:
