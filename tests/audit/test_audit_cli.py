@@ -87,7 +87,7 @@ def test_text_shows_findings_after_the_calls_then_the_score(audit, tmp_path: Pat
     assert re.search(r"\bstop\s+repeat\s+seq 1-3\s+x3\b", finding), finding
     assert "repeat_threshold_crossed=true" in lines[score_at]
     assert "termination_reason=unknown" in lines[score_at]
-    assert any("release rule broken: uncontained_loop" in line for line in lines[score_at:])
+    assert any("release rule broken:" in line and "[uncontained_loop]" in line for line in lines[score_at:])
 
 
 def test_text_digest_prefix_is_the_keyed_digest_and_changes_with_the_key(audit, audit_fast, tmp_path: Path) -> None:
@@ -208,11 +208,12 @@ def test_exit_3_when_no_tool_calls_were_found(audit, tmp_path: Path) -> None:
 def test_text_ends_with_a_summary_of_runs_findings_release_rule_and_exit_status(audit, tmp_path: Path) -> None:
     proc = audit(looping(tmp_path, n=5), passing(tmp_path), policy=SEED_POLICY)
     assert proc.returncode == 1, proc.stderr
-    tail = proc.stdout.splitlines()[-4:]
+    tail = proc.stdout.splitlines()[-5:]
     assert tail[0] == "SUMMARY  runs: 2 (1 pass, 1 fail, 0 unscorable)"
     assert tail[1].startswith("  findings by kind: repeat ") and "stop)" in tail[1]
-    assert tail[2] == "  release rule: FAILS for order-A12"
-    assert tail[3] == "  exit status: 1 (a run fails the release rule)"
+    assert tail[2].startswith("  loops cost: ") and " calls in 1 run" in tail[2]  # the looping run (issue 29)
+    assert tail[3] == "  release rule: FAILS for order-A12"
+    assert tail[4] == "  exit status: 1 (a run fails the release rule)"
     assert "NO TOOL CALLS" not in proc.stdout  # negative control: both files held calls
 
 
