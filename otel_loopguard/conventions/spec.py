@@ -14,6 +14,9 @@ class ToolConvention:
     call_id: tuple[str, ...]
     arguments: tuple[str, ...]
     result: tuple[str, ...]
+    # A marker value shared with spans that are no tool calls: the span is one only when it
+    # also carries this attribute (conventions in TASK_TOOL_CONVENTIONS).
+    requires: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,28 @@ TRACELOOP_TOOL = ToolConvention(
 )
 
 TOOL_CONVENTIONS = (GENAI_TOOL, OPENINFERENCE_TOOL, TRACELOOP_TOOL)
+
+# OpenLLMetry on LlamaIndex marks a tool call as a `task`, like every other step of the
+# workflow; only the tool's name tells it apart (research/conventions/FINDINGS.md, 8.4). The
+# result, the error flag and the call id live in `traceloop.entity.output` (conventions/payloads.py).
+TRACELOOP_TASK_TOOL = ToolConvention(
+    name="traceloop_task",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"task"}),
+    tool="tool.name",
+    call_id=(),
+    arguments=("tool.arguments",),
+    result=("traceloop.entity.output",),
+    requires="tool.name",
+)
+# Checked after the tool conventions, handoffs and tagged tools, before the model conventions
+# (a `task` span without a tool name may be a model call). A span marked so is never numbered
+# when it starts: whether it is a call is known only once it carries the tool's name.
+TASK_TOOL_CONVENTIONS = (TRACELOOP_TASK_TOOL,)
+
+# Tool spans that are no call of their own: Google ADK's `execute_tool (merged)`, a summary
+# span written after a decision's parallel calls, each of which has its own span.
+IGNORED_TOOLS = frozenset({"(merged tools)"})
 
 GENAI_MODEL = ModelConvention(
     name="gen_ai",
