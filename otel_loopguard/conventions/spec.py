@@ -35,7 +35,10 @@ GENAI_TOOL = ToolConvention(
     marker_values=frozenset({"execute_tool"}),
     tool="gen_ai.tool.name",
     call_id=("gen_ai.tool.call.id",),
-    arguments=("gen_ai.tool.call.arguments", "gen_ai.tool.arguments"),
+    # input.value: OpenInference's arguments, when it shares the span (Google ADK: ADK's own
+    # GenAI keys carry no arguments by default; OpenInference adds them). Its output.value is
+    # not read as the result: for ADK it embeds the call id.
+    arguments=("gen_ai.tool.call.arguments", "gen_ai.tool.arguments", "input.value"),
     result=("gen_ai.tool.call.result", "gen_ai.tool.result"),
 )
 
