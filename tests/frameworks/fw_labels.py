@@ -74,3 +74,15 @@ def problems(label: dict[str, Any], calls: int, errors: int, findings: Iterable[
     if label.get("quiet"):
         out += [f"unwanted {n}" for n in names if "/warn" in n or "/stop" in n]
     return out
+
+
+def read_spans(path: Path) -> list[dict[str, Any]]:
+    """The spans of an OTLP protobuf file, in start order: name, ids, attributes, events."""
+    from otel_loopguard.otlp.values import attributes
+
+    req = ExportTraceServiceRequest.FromString(path.read_bytes())
+    spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    return [{"name": s.name, "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex(), "start": s.start_time_unix_nano,
+             "attributes": attributes(s.attributes),
+             "events": [(e.name, attributes(e.attributes)) for e in s.events]}
+            for s in sorted(spans, key=lambda s: s.start_time_unix_nano)]
