@@ -13,8 +13,8 @@ Scenarios (a scripted model, no network; install() tags the spans, the guard enf
 
 A model request without tools (the wrap-up) is answered "wrap-up: <what it was told>".
 Writes the finished spans as OTLP protobuf to OUT.pb and prints one JSON line:
-{"invoked": [[tool, args]...], "requests": [{"tools": [...], "last_user": str,
-"responses": [...]}...], "final": str}.
+{"invoked": [[tool, args]...], "requests": [{"tools": [...], "told": the last user text,
+"returns": [the tool results it carries]}...], "final": str}.
 """
 
 from __future__ import annotations
@@ -85,10 +85,11 @@ def main(argv: list[str]) -> int:
             requests.append({
                 "tools": sorted(llm_request.tools_dict),
                 "last_user": next((p.text for p in parts if p.text), "") if last is not None and last.role == "user" else "",
-                "responses": _responses(llm_request.contents),
+                "returns": [str(r.get("result", r)) for r in _responses(llm_request.contents)],
             })
+            requests[-1]["told"] = requests[-1]["last_user"]
             if not llm_request.tools_dict:
-                out = [types.Part(text=f"wrap-up: {requests[-1]['last_user']}")]
+                out = [types.Part(text=f"wrap-up: {requests[-1]['told']}")]
             else:
                 step = script[min(sum(1 for r in requests if r["tools"]) - 1, len(script) - 1)]
                 out = ([types.Part(text=step)] if isinstance(step, str) else
