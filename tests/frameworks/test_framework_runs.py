@@ -42,11 +42,12 @@ COMBOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "li_openinference": ("fw", "li_run.py", ("--instr", "openinference")),
     "li_traceloop": ("fw", "li_run.py", ("--instr", "traceloop")),
 }
-SCENARIOS = ("healthy", "repeat", "errors")
-# What the processor's own decisions must say: the fifth identical call would be blocked; the
-# error streak warns from its second failure (its stop comes with the fourth failure's outcome,
-# after which no call is made, so nothing is left to block).
-DECISION = {"repeat": ("would_block", "repeat", 5), "errors": ("would_warn", "error_streak", 2)}
+# A healthy run (the negative control) and a repeat; the other scenarios (errors, ping-pong,
+# parallel batches, delegation) are judged on the captures (test_framework_captures.py), which
+# the same scripts made: the run's cost, about 5 s each, counts against CI's 30 minutes.
+SCENARIOS = ("healthy", "repeat")
+# What the processor's own decisions must say: the fifth identical call would be blocked.
+DECISION = {"repeat": ("would_block", "repeat", 5)}
 # ADK + OpenInference writes one LLM span per agent run, ending after its calls: under
 # install() the calls carry no turn, each is its own decision, and the loops are found (the
 # same spans recorded without the processor are not: fw_labels.KNOWN_GAPS).
