@@ -68,8 +68,10 @@ TOOL_OUTPUT = '"tool_output"'
 def _tool_output(value: Any) -> Optional[tuple[Any, bool]]:
     """LlamaIndex's ToolOutput as OpenLLMetry writes it: (raw output, is_error), else None."""
     obj = _parsed(value, TOOL_OUTPUT)
-    inner = obj.get("tool_output") if obj is not None else None
-    if not isinstance(inner, dict) or "raw_output" not in inner or "tool_name" not in obj:
+    if obj is None or "tool_name" not in obj:
+        return None
+    inner = obj.get("tool_output")
+    if not isinstance(inner, dict) or "raw_output" not in inner:
         return None
     return inner["raw_output"], inner.get("is_error") is True
 
