@@ -80,15 +80,14 @@ class LoopguardPlugin(BasePlugin):  # type: ignore[misc]  # ADK ships no type hi
         return None  # the agent's own error callback (or ADK) answers
 
     async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any,
-                                  result: dict[str, Any]) -> Optional[dict[str, Any]]:
+                                  result: Any) -> Any:
         pending = self._take(tool_context)
         if pending is None:  # denied, or failed and recorded already
             return None
         found = self.guard.record(pending.decision, result, True, run_id=pending.run_id)
         decision = late_warning(self.guard, pending.decision, found, tool.name)
         if decision.action == WARN and decision.enforced:  # observe-only guards change nothing
-            nudged: dict[str, Any] = nudge(result, decision.message)
-            return nudged
+            return nudge(result, decision.message)
         return None
 
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:

@@ -63,8 +63,7 @@ def _env(out: Path) -> dict[str, str]:
     """No OTel, loop guard, provider or instrumentation setting leaks in."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OTEL_", "OPENAI_", "TRACELOOP_", "OPENINFERENCE_", "PYTHON", "GOOGLE_", "FW_"))}
-    return {**env, "FW_CAPTURES": str(out), "FW_LOOPGUARD_KEY": KEY, "CREWAI_DISABLE_TELEMETRY": "true",
-            "OTEL_SDK_DISABLED": "false"}
+    return {**env, "FW_CAPTURES": str(out), "FW_LOOPGUARD_KEY": KEY, "CREWAI_DISABLE_TELEMETRY": "true"}
 
 
 def _run(combo: str, scenario: str, out: Path) -> Path:
