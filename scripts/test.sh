@@ -16,9 +16,13 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix)"
 bash scripts/setup.sh test,frameworks,phoenix,mcp
-# A second virtualenv for the one instrumentation that cannot share the first (see pyproject).
-say "step 2/7: the second virtualenv .venv-genai (the OTel-contrib GenAI instrumentation)"
+# Virtualenvs for what cannot share the first (see pyproject): the OTel-contrib GenAI
+# instrumentation; Pydantic AI, CrewAI, smolagents and LlamaIndex (one); Google ADK, whose
+# opentelemetry pin the others do not allow (tests/frameworks/test_framework_runs.py).
+say "step 2/7: the framework virtualenvs .venv-genai, .venv-fw (Pydantic AI, CrewAI, smolagents, LlamaIndex), .venv-adk (Google ADK)"
 VENV=.venv-genai bash scripts/setup.sh genai_contrib
+VENV=.venv-fw bash scripts/setup.sh frameworks_more
+VENV=.venv-adk bash scripts/setup.sh adk
 # The real OpenTelemetry Collector for tests/collector/ (built once per manifest, then reused).
 say "step 3/7: the OpenTelemetry Collector for tests/collector/"
 if command -v go >/dev/null 2>&1; then

@@ -7,6 +7,9 @@ Learned from real spans (research/conventions/FINDINGS.md):
   `tool_call_id`; only `content` and `status` describe the outcome.
   OpenInference: {"type": "tool", "data": {...}}; OpenLLMetry:
   {"output": {"lc": 1, "kwargs": {...}}, ...}.
+- OpenLLMetry on LlamaIndex writes the whole ToolOutput: {"tool_name", "tool_kwargs",
+  "tool_id", "tool_output": {"blocks", "raw_input", "raw_output", "is_error", ...}}; the
+  outcome is `raw_output` and `is_error` (the rest repeats the call, the id changes per call).
 Anything else is returned untouched. Substring tests keep the common path cheap.
 """
 
@@ -42,10 +45,13 @@ NUDGE_MARK = "\n\n[loop guard] "  # what the guard appends to a text result on w
 
 def unwrap_result(value: Any) -> tuple[Any, bool]:
     """(the outcome-bearing part of a result, whether it reports an error)."""
-    if type(value) is str and '"tool_call_id"' not in value and NUDGE_MARK not in value:
+    if type(value) is str and '"tool_call_id"' not in value and NUDGE_MARK not in value and TOOL_OUTPUT not in value:
         return value, False  # the common case, settled without a call
     if isinstance(value, str) and NUDGE_MARK in value:
         value = value.split(NUDGE_MARK, 1)[0]  # the guard's nudge is not part of the result
+    output = _tool_output(value)
+    if output is not None:
+        return output
     obj = _parsed(value, '"tool_call_id"')
     if obj is None:
         return value, False
@@ -54,6 +60,20 @@ def unwrap_result(value: Any) -> tuple[Any, bool]:
         return value, False
     status = message.get("status")
     return {"content": message.get("content"), "status": status}, status == "error"
+
+
+TOOL_OUTPUT = '"tool_output"'
+
+
+def _tool_output(value: Any) -> Optional[tuple[Any, bool]]:
+    """LlamaIndex's ToolOutput as OpenLLMetry writes it: (raw output, is_error), else None."""
+    obj = _parsed(value, TOOL_OUTPUT)
+    if obj is None or "tool_name" not in obj:
+        return None
+    inner = obj.get("tool_output")
+    if not isinstance(inner, dict) or "raw_output" not in inner:
+        return None
+    return inner["raw_output"], inner.get("is_error") is True
 
 
 def _tool_message(obj: dict[str, Any]) -> Optional[dict[str, Any]]:

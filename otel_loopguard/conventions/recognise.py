@@ -15,8 +15,9 @@ from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .mcp import contentless
 from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
-from .spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
-                   TOOL_CONVENTIONS, HandoffConvention, ModelConvention, ToolConvention)
+from .spec import (AGENT_CONVENTIONS, IGNORED_TOOLS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL, MODEL_CONVENTIONS,
+                   OPENINFERENCE_HANDOFF, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, HandoffConvention, ModelConvention,
+                   ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
@@ -71,6 +72,10 @@ def recognise(attributes: Mapping[str, Any], status_error: bool = False, name: s
                 return None if DUPLICATE_OF in attributes else _handoff(hconv, attributes, status_error)
     if TOOL_NAME in attributes:
         return None if DUPLICATE_OF in attributes else _tagged_tool(attributes, status_error)
+    for conv in TASK_TOOL_CONVENTIONS:
+        marker = get(conv.marker)
+        if isinstance(marker, str) and marker in conv.marker_values and conv.requires in attributes:
+            return None if DUPLICATE_OF in attributes else _tool(conv, attributes, status_error, name)
     for mconv in MODEL_CONVENTIONS:
         marker = get(mconv.marker)
         if isinstance(marker, str) and marker in mconv.marker_values:
@@ -105,8 +110,10 @@ def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool, name: str = "") -> ToolSpan:
+def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool, name: str = "") -> Optional[ToolSpan]:
     tool = attributes.get(TOOL_NAME) or attributes.get(conv.tool) or _first(attributes, TOOL_NAME_FALLBACKS)
+    if type(tool) is str and tool in IGNORED_TOOLS:
+        return None
     if tool is None and name.startswith(OPENINFERENCE_HANDOFF.span_name_prefix) and conv.marker == OPENINFERENCE_HANDOFF.marker:
         return _handoff(OPENINFERENCE_HANDOFF, attributes, status_error)
     call_id = _first(attributes, conv.call_id)

@@ -16,6 +16,9 @@ class ToolConvention:
     call_id: tuple[str, ...]
     arguments: tuple[str, ...]
     result: tuple[str, ...]
+    # A marker value shared with spans that are no tool calls: the span is one only when it
+    # also carries this attribute (conventions in TASK_TOOL_CONVENTIONS).
+    requires: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,10 @@ GENAI_TOOL = ToolConvention(
     marker_values=frozenset({"execute_tool"}),
     tool="gen_ai.tool.name",
     call_id=("gen_ai.tool.call.id",),
-    arguments=("gen_ai.tool.call.arguments", "gen_ai.tool.arguments"),
+    # input.value: OpenInference's arguments, when it shares the span (Google ADK: ADK's own
+    # GenAI keys carry no arguments by default; OpenInference adds them). Its output.value is
+    # not read as the result: for ADK it embeds the call id.
+    arguments=("gen_ai.tool.call.arguments", "gen_ai.tool.arguments", "input.value"),
     result=("gen_ai.tool.call.result", "gen_ai.tool.result"),
 )
 
@@ -62,6 +68,28 @@ TRACELOOP_TOOL = ToolConvention(
 MCP_TOOL = ToolConvention(name="mcp", marker=mcp.METHOD, marker_values=frozenset({mcp.TOOLS_CALL}), tool=mcp.TOOL,
                           call_id=mcp.CALL_ID, arguments=mcp.ARGUMENTS, result=mcp.RESULT)
 TOOL_CONVENTIONS = (MCP_TOOL, GENAI_TOOL, OPENINFERENCE_TOOL, TRACELOOP_TOOL)
+
+# OpenLLMetry on LlamaIndex marks a tool call as a `task`, like every other step of the
+# workflow; only the tool's name tells it apart (research/conventions/FINDINGS.md, 8.4). The
+# result, the error flag and the call id live in `traceloop.entity.output` (conventions/payloads.py).
+TRACELOOP_TASK_TOOL = ToolConvention(
+    name="traceloop_task",
+    marker="traceloop.span.kind",
+    marker_values=frozenset({"task"}),
+    tool="tool.name",
+    call_id=(),
+    arguments=("tool.arguments",),
+    result=("traceloop.entity.output",),
+    requires="tool.name",
+)
+# Checked after the tool conventions, handoffs and tagged tools, before the model conventions
+# (a `task` span without a tool name may be a model call). A span marked so is never numbered
+# when it starts: whether it is a call is known only once it carries the tool's name.
+TASK_TOOL_CONVENTIONS = (TRACELOOP_TASK_TOOL,)
+
+# Tool spans that are no call of their own: Google ADK's `execute_tool (merged)`, a summary
+# span written after a decision's parallel calls, each of which has its own span.
+IGNORED_TOOLS = frozenset({"(merged tools)"})
 
 GENAI_MODEL = ModelConvention(
     name="gen_ai",

@@ -134,7 +134,20 @@ def setup(extra_processors: tuple = ()):
         provider.add_span_processor(p)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    install_loopguard(provider)
     return provider, exporter, recorder
+
+
+def install_loopguard(provider) -> None:
+    """With FW_LOOPGUARD_KEY set (tests/frameworks/test_more_frameworks.py), the run goes
+    through `otel_loopguard.install()` as an application's would: every exported span is the
+    processor's tagged copy. FW_LOOPGUARD_POLICY names a policy file."""
+    key = os.environ.get("FW_LOOPGUARD_KEY")
+    if not key:
+        return
+    import otel_loopguard
+
+    otel_loopguard.install(tracer_provider=provider, key=key, policy=os.environ.get("FW_LOOPGUARD_POLICY") or None)
 
 
 def script_json(turns: list[Any]) -> list[Any]:

@@ -228,18 +228,18 @@ def test_a_guard_decision_on_a_span_that_is_no_call_joins_the_audits_run(
 
 # Every key some convention reads, and values of every type, markers included: whatever a
 # span carries, the plan chosen from its markers must read what recognise() would pick.
-_MARKER_VALUES = ["execute_tool", "chat", "text_completion", "generate_content", "TOOL", "tool", "LLM",
+_MARKER_VALUES = ["execute_tool", "chat", "text_completion", "generate_content", "TOOL", "tool", "LLM", "task",
                   "llm", "completion", "CHAIN", ""]
 _ANY = st.one_of(st.sampled_from(_MARKER_VALUES), st.text(max_size=8), st.integers(-3, 5), st.booleans(),
                  st.floats(allow_nan=False), st.lists(st.sampled_from(["execute_tool", "x"]), max_size=2))
 
 
 def _keys() -> list[str]:
-    from otel_loopguard.conventions.spec import MODEL_CONVENTIONS, TOOL_CONVENTIONS
+    from otel_loopguard.conventions.spec import MODEL_CONVENTIONS, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS
     from otel_loopguard.conventions import attributes as conv
 
     keys = {"error.type", "gen_ai.conversation.id"}
-    for c in TOOL_CONVENTIONS:
+    for c in (*TOOL_CONVENTIONS, *TASK_TOOL_CONVENTIONS):
         keys.update((c.marker, c.tool, *c.call_id, *c.arguments, *c.result))
     for m in MODEL_CONVENTIONS:
         keys.update((m.marker, *m.model, *m.input_tokens, *m.output_tokens))

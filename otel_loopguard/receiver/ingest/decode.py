@@ -20,7 +20,7 @@ from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
 from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
-                                TOOL_CONVENTIONS)
+                                TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS)
 from ...findings.otlp import is_own_span
 from ...native import module as native_module
 from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
@@ -54,6 +54,10 @@ _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL
 _LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
 _RESULT_KEYS = tuple(dict.fromkeys(k for c in TOOL_CONVENTIONS for k in c.result))
 _MODEL_PLANS = {c.name: _plan(*c.model, *c.input_tokens, *c.output_tokens, conv.DUPLICATE_OF) for c in MODEL_CONVENTIONS}
+# A `task` span is a tool call only with a tool name, else maybe a model call: its plan reads both.
+_MODEL_KEYS = tuple(k for p in _MODEL_PLANS.values() for k in p)
+_TASK_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *_MODEL_KEYS)
+               for c in TASK_TOOL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 _AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
 
@@ -61,7 +65,7 @@ _AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
     """marker key -> {marker value -> (rank, plan)}. The rank is recognise()'s precedence:
     tool conventions in order, then handoffs with a marker of their own, then a tagged tool,
-    then model conventions in order, then agent spans (recognise() finds nothing in them:
+    then tool conventions that need a tool name (`task`), then model conventions in order, then agent spans (recognise() finds nothing in them:
     agent_of() is asked). (An OpenInference handoff is a TOOL span: its tool plan reads
     input.value and output.value, the agents.)"""
     out: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
@@ -69,9 +73,12 @@ def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]],
         out.setdefault(c.marker, {}).update(dict.fromkeys(c.marker_values, (rank, _TOOL_PLANS[c.name])))
     for rank, h in enumerate(MARKED_HANDOFFS, start=len(TOOL_CONVENTIONS)):
         out.setdefault(h.marker, {}).update(dict.fromkeys(h.marker_values, (rank, _HANDOFF_PLANS[h.name])))
-    for rank, m in enumerate(MODEL_CONVENTIONS, start=_TAGGED_RANK + 1):
+    for rank, t in enumerate(TASK_TOOL_CONVENTIONS, start=_TAGGED_RANK + 1):
+        for value in t.marker_values:
+            out.setdefault(t.marker, {}).setdefault(value, (rank, _TASK_PLANS[t.name]))
+    for rank, m in enumerate(MODEL_CONVENTIONS, start=_TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS)):
         out.setdefault(m.marker, {}).update(dict.fromkeys(m.marker_values, (rank, _MODEL_PLANS[m.name])))
-    for rank, a in enumerate(AGENT_CONVENTIONS, start=_TAGGED_RANK + 1 + len(MODEL_CONVENTIONS)):
+    for rank, a in enumerate(AGENT_CONVENTIONS, start=_TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS) + len(MODEL_CONVENTIONS)):
         for value in a.marker_values:
             out.setdefault(a.marker, {}).setdefault(value, (rank, _AGENT_PLANS[a.name]))
     return tuple(out.items())

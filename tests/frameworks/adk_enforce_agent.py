@@ -1,0 +1,141 @@
+"""One real Google ADK run with the guard as a runner plugin (otel_loopguard.enforce.adk).
+
+Run with .venv-adk (google-adk pins opentelemetry <1.45), never imported by pytest
+(test_adk_enforce.py runs it):
+
+    .venv-adk/bin/python tests/frameworks/adk_enforce_agent.py SCENARIO OUT.pb
+
+Scenarios (a scripted model, no network; install() tags the spans, the guard enforces):
+  repeat        lookup_order(A-1) in 8 model turns, then "done"
+  healthy       lookup_order(A-1), get_shipping(A-1), lookup_order(B-2), then "done"
+  observe_tool  as repeat, with a policy that makes lookup_order observe-only (enforce: false)
+  kill_switch   as repeat, with otel_loopguard.set_mode("observe") before the run
+
+A model request without tools (the wrap-up) is answered "wrap-up: <what it was told>".
+Writes the finished spans as OTLP protobuf to OUT.pb and prints one JSON line:
+{"invoked": [[tool, args]...], "requests": [{"tools": [...], "told": the last user text,
+"returns": [the tool results it carries]}...], "final": str}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+KEY = "frameworks-adk-key-7Rt2pW0q"
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
+A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
+
+
+def _script(scenario: str) -> list[Any]:
+    if scenario == "healthy":
+        return [[("lookup_order", A1)], [("get_shipping", A1)], [("lookup_order", B2)], "done"]
+    return [[("lookup_order", A1)] for _ in range(8)] + ["done"]
+
+
+def _responses(contents: list[Any]) -> list[dict[str, Any]]:
+    """The function responses of the request's last content that has any (the wrap-up's user
+    turn comes after them)."""
+    for content in reversed(contents):
+        found = [dict(p.function_response.response or {}) for p in (content.parts or []) if p.function_response]
+        if found:
+            return found
+    return []
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in SCENARIOS:
+        print(f"usage: adk_enforce_agent.py {{{','.join(SCENARIOS)}}} OUT.pb", file=sys.stderr)
+        return 2
+    scenario, out_path = argv
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import otel_loopguard
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # before ADK's import: it takes its tracer then
+    otel_loopguard.install(tracer_provider=provider, key=KEY)
+
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from otel_loopguard.enforce.adk import LoopguardPlugin
+
+    script = _script(scenario)
+    requests: list[dict[str, Any]] = []
+    invoked: list[tuple[str, dict[str, Any]]] = []
+
+    class ScriptedLlm(BaseLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            last = llm_request.contents[-1] if llm_request.contents else None
+            parts = (last.parts or []) if last is not None else []
+            requests.append({
+                "tools": sorted(llm_request.tools_dict),
+                "last_user": next((p.text for p in parts if p.text), "") if last is not None and last.role == "user" else "",
+                "returns": [str(r.get("result", r)) for r in _responses(llm_request.contents)],
+            })
+            requests[-1]["told"] = requests[-1]["last_user"]
+            if not llm_request.tools_dict:
+                out = [types.Part(text=f"wrap-up: {requests[-1]['told']}")]
+            else:
+                step = script[min(sum(1 for r in requests if r["tools"]) - 1, len(script) - 1)]
+                out = ([types.Part(text=step)] if isinstance(step, str) else
+                       [types.Part(function_call=types.FunctionCall(id=f"c{len(requests)}_{j}", name=n, args=a))
+                        for j, (n, a) in enumerate(step)])
+            yield LlmResponse(content=types.Content(role="model", parts=out))
+
+    def lookup_order(order_id: str) -> str:
+        """Look up an order's status."""
+        invoked.append(("lookup_order", {"order_id": order_id}))
+        return f"order {order_id}: pending"
+
+    def get_shipping(order_id: str) -> str:
+        """Look up an order's shipping."""
+        invoked.append(("get_shipping", {"order_id": order_id}))
+        return f"order {order_id}: ships tomorrow"
+
+    policy = None
+    if scenario == "observe_tool":
+        policy = os.path.join(tempfile.mkdtemp(), "policy.yaml")
+        with open(policy, "w") as f:
+            f.write("tools: {lookup_order: {enforce: false}}\n")
+    guard = otel_loopguard.guard(key=KEY, policy=policy, mode="enforce")
+    if scenario == "kill_switch":
+        otel_loopguard.set_mode("observe")
+    agent = LlmAgent(name="order_agent", model=ScriptedLlm(model="scripted-model"), instruction="Look up orders.",
+                     tools=[lookup_order, get_shipping])
+    runner = InMemoryRunner(agent=agent, app_name="loopguard_adk", plugins=[LoopguardPlugin(guard)])
+
+    async def run() -> str:
+        session = await runner.session_service.create_session(app_name="loopguard_adk", user_id="u1")
+        final = ""
+        message = types.Content(role="user", parts=[types.Part(text="Where is order A-1?")])
+        async for ev in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+            if ev.content and ev.content.parts and ev.content.parts[0].text:
+                final = ev.content.parts[0].text
+        return final
+
+    final = asyncio.run(run())
+    provider.force_flush()
+    spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    with open(out_path, "wb") as f:
+        f.write(encode_spans(spans).SerializeToString())
+    print(json.dumps({"invoked": invoked, "requests": requests, "final": final}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
