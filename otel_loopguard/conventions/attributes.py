@@ -19,7 +19,7 @@ MODE = "loopguard.mode"
 # missing evidence. Sequences without the mark only order calls (docs/findings.md).
 SEQ_DENSE = "loopguard.seq.dense"
 
-# Extensions read by the audit (docs/telemetry.md): how a run ended, guard decisions.
+# Extensions read by the audit (docs/contract.md): how a run ended, guard decisions.
 TERMINATION_REASON = "loopguard.termination_reason"
 TERMINAL_RESPONSE = "loopguard.terminal_response"
 GUARD = "loopguard.guard"
