@@ -252,6 +252,16 @@ def best_rates(fns: list[Any], payloads: list[bytes], spans: int, repeats: int =
     return [spans / b for b in best]
 
 
+# The mixes by name (--pipeline-only): the requests of each for `runs` synthetic runs.
+MIXES = {
+    "untagged": lambda runs: requests_for(runs, False),
+    "tagged": lambda runs: requests_for(runs, True),
+    "framework": lambda runs: requests_for(runs, True, extra_chain=4),
+    "recorded": lambda runs: recorded_requests(max(1, runs // 5)),
+    "plain": plain_requests,
+}
+
+
 def throughput(runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     # Half the spans are tool/model spans in the agent-heavy mix, a quarter in the framework-heavy one.
@@ -499,7 +509,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--ceiling-only", action="store_true", help="only the over-gRPC comparison on recorded spans")
     parser.add_argument("--copies", type=int, default=60, help="copies of the recorded traces for the ceiling")
+    parser.add_argument("--pipeline-only", choices=sorted(MIXES), help="run only the in-process pipeline on this mix, "
+                        "--repeat times after one warm-up, and print nothing (for instruction counts: callgrind)")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
+    if args.pipeline_only:
+        logging.getLogger("otel_loopguard").setLevel(logging.ERROR)  # the findings' log lines
+        payloads = MIXES[args.pipeline_only](args.runs)
+        for _ in range(1 + args.repeat):
+            pipeline(payloads)
+        return
     if args.ceiling_only:
         print(json.dumps(ceiling(args.copies), indent=2))
         return
