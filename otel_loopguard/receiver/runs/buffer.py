@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from operator import itemgetter
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Union
 
@@ -76,20 +77,22 @@ def _arguments_text(arguments: Any) -> Optional[str]:
 _NO_IDENTITY: Mapping[str, Any] = {}
 
 
-class CallFacts:
+class CallFacts(tuple):
     """What _place reads of a call besides its ToolCall (whose seq, tool, span and trace ids are
-    the RawCall's): the call's own status, guard facts and key id. Few distinct values occur, so
-    a journal shares one object among its calls (interned) instead of keeping a copy per call."""
+    the RawCall's): (ok, finished, dispatched, guard, key_id, seq_dense). Few distinct values
+    occur, so a journal shares one of these among its calls (interned) instead of keeping a copy
+    of each call's RawCall."""
 
-    __slots__ = ("ok", "finished", "dispatched", "guard", "key_id", "seq_dense")
-
-    def __init__(self, ok: Optional[bool], finished: bool, dispatched: bool, guard: Optional[str],
-                 key_id: Optional[str], seq_dense: bool):
-        self.ok, self.finished, self.dispatched = ok, finished, dispatched
-        self.guard, self.key_id, self.seq_dense = guard, key_id, seq_dense
+    __slots__ = ()
+    ok = property(itemgetter(0))
+    finished = property(itemgetter(1))
+    dispatched = property(itemgetter(2))
+    guard = property(itemgetter(3))
+    key_id = property(itemgetter(4))
+    seq_dense = property(itemgetter(5))
 
     def values(self) -> tuple[Any, ...]:
-        return (self.ok, self.finished, self.dispatched, self.guard, self.key_id, self.seq_dense)
+        return tuple(self)
 
 
 MAX_INTERNED_FACTS = 256  # key ids and guard kinds come from telemetry: the shared table is bounded
@@ -100,7 +103,7 @@ def call_facts(values: tuple[Any, ...]) -> CallFacts:
     """The shared CallFacts of these values (ok, finished, dispatched, guard, key_id, seq_dense)."""
     facts = _interned.get(values)
     if facts is None:
-        facts = CallFacts(*values)
+        facts = CallFacts(values)
         if len(_interned) < MAX_INTERNED_FACTS:
             _interned[values] = facts
     return facts
