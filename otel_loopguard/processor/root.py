@@ -14,7 +14,7 @@ parent) is the root of nothing a list shows, and the trace's real root is not ou
 from __future__ import annotations
 
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
@@ -70,13 +70,14 @@ class RootMarks:
 
 
 def marked(span: ReadableSpan, stop: Finding) -> ReadableSpan:
+    """A copy of the root with status ERROR, the stop's description and `loopguard.run.verdict`."""
     attrs = dict(span.attributes or {})
     attrs[VERDICT] = STOP_VERDICT
     return copy_span(span, _bounded(attrs, span.dropped_attributes), None,
                      Status(StatusCode.ERROR, description(stop)))
 
 
-def _bounded(attrs: dict, dropped: int) -> Optional[object]:  # type: ignore[type-arg]
+def _bounded(attrs: dict[str, Any], dropped: int) -> Any:
     from opentelemetry.attributes import BoundedAttributes
 
     bounded = BoundedAttributes(maxlen=None, attributes=attrs, immutable=True)
