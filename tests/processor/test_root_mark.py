@@ -185,3 +185,14 @@ def test_memory_is_bounded_when_roots_never_pass() -> None:
     for trace_id in range(10_000):
         marks.note(trace_id, None, [stop])
     assert len(marks._stops) <= 64  # noqa: SLF001
+
+
+def test_the_description_leads_with_what_a_cut_list_keeps() -> None:
+    """Tool and count first; a stop about no one tool (no progress, a budget) leads with its kind."""
+    from otel_loopguard.findings import Finding
+    from otel_loopguard.processor.root import description
+
+    common = dict(severity="stop", first_seq=1, last_seq=6, seqs=(), span_ids=(), reason="r")
+    assert description(Finding(kind="repeat", count=5, tool="lookup_order", **common)) == \
+        "lookup_order x5 repeat · loopguard stop"
+    assert description(Finding(kind="no_progress", count=6, **common)) == "no_progress x6 · loopguard stop"
