@@ -30,10 +30,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-try:
-    import otel_loopguard  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The checkout this script is in, before any installed copy: an editable install may point at
+# another checkout, whose code would then be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from otel_loopguard.audit import audit
 from otel_loopguard.audit.inputs import read_inputs

@@ -28,10 +28,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-try:
-    import otel_loopguard  # noqa: F401  (installed, usually editable)
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The checkout this script is in, before any installed copy: an editable install may point at
+# another checkout, whose code would then be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from otel_loopguard.calls import Evidence, RawCall, ToolCall
 from otel_loopguard.detect.run import Run

@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-try:
-    import otel_loopguard  # noqa: F401
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The checkout this script is in, before any installed copy: an editable install may point at
+# another checkout, whose code would then be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from otel_loopguard.calls import RawCall
 from otel_loopguard.canon import load_key

@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-try:
-    import otel_loopguard  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The checkout this script is in, before any installed copy: an editable install may point at
+# another checkout, whose code would then be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult

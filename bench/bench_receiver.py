@@ -40,10 +40,9 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any, Iterator
 
-try:
-    import otel_loopguard  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The checkout this script is in, before any installed copy: an editable install may point at
+# another checkout, whose code would then be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
@@ -251,6 +250,16 @@ def best_rates(fns: list[Any], payloads: list[bytes], spans: int, repeats: int =
             fn(payloads)
             best[i] = min(best[i], time.perf_counter() - t0)
     return [spans / b for b in best]
+
+
+# The mixes by name (--pipeline-only): the requests of each for `runs` synthetic runs.
+MIXES = {
+    "untagged": lambda runs: requests_for(runs, False),
+    "tagged": lambda runs: requests_for(runs, True),
+    "framework": lambda runs: requests_for(runs, True, extra_chain=4),
+    "recorded": lambda runs: recorded_requests(max(1, runs // 5)),
+    "plain": plain_requests,
+}
 
 
 def throughput(runs: int) -> dict[str, Any]:
@@ -500,7 +509,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--ceiling-only", action="store_true", help="only the over-gRPC comparison on recorded spans")
     parser.add_argument("--copies", type=int, default=60, help="copies of the recorded traces for the ceiling")
+    parser.add_argument("--pipeline-only", choices=sorted(MIXES), help="run only the in-process pipeline on this mix, "
+                        "--repeat times after one warm-up, and print nothing (for instruction counts: callgrind)")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
+    if args.pipeline_only:
+        logging.getLogger("otel_loopguard").setLevel(logging.ERROR)  # the findings' log lines
+        payloads = MIXES[args.pipeline_only](args.runs)
+        for _ in range(1 + args.repeat):
+            pipeline(payloads)
+        return
     if args.ceiling_only:
         print(json.dumps(ceiling(args.copies), indent=2))
         return

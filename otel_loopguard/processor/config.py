@@ -24,6 +24,7 @@ class ProcessorConfig:
     queue_size: int = 10_000  # tool/model spans waiting to be tagged; beyond: exported untagged
     max_runs: int = 10_000  # runs whose state is kept in memory (least recent dropped)
     policy_reload_seconds: float = 2.0  # look at the policy file this often when a run opens (0: never)
+    mark_root: bool = True  # a stopped run's root span leaves with status ERROR (root.py), unless the app set one
 
     def validate(self) -> "ProcessorConfig":
         for name, kind in _KINDS.items():  # install(redact="false") must not mean redact=True
@@ -40,7 +41,7 @@ class ProcessorConfig:
 
 
 _KINDS = {"mode": str, "redact": bool, "policy": str, "run_id_attribute": str, "agent_scopes": bool,
-          "queue_size": int, "max_runs": int, "policy_reload_seconds": float}
+          "queue_size": int, "max_runs": int, "policy_reload_seconds": float, "mark_root": bool}
 _KIND_NAMES = {str: "text", bool: "True or False", int: "an integer", float: "a number"}
 
 _ENV = {
@@ -52,6 +53,7 @@ _ENV = {
     "queue_size": "OTEL_LOOPGUARD_QUEUE_SIZE",
     "max_runs": "OTEL_LOOPGUARD_MAX_RUNS",
     "policy_reload_seconds": "OTEL_LOOPGUARD_POLICY_RELOAD_SECONDS",
+    "mark_root": "OTEL_LOOPGUARD_MARK_ROOT",
 }
 
 

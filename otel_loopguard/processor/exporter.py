@@ -30,7 +30,7 @@ class LoopguardSpanExporter(SpanExporter):
 
     def _tag(self, span: ReadableSpan) -> ReadableSpan:
         try:
-            return self._tagger.tag(span) if interesting(span) else span
+            return self._tagger.tag(span) if interesting(span) else self._tagger.mark_root(span)
         except Exception:
             _log.exception("otel-loopguard: error while tagging a span; exported untagged")
             return self._tagger.untagged(span)

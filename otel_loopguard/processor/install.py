@@ -75,16 +75,17 @@ def install(
     policy: Optional[str | os.PathLike[str]] = None,
     run_id_attribute: Optional[str] = None,
     agent_scopes: Optional[bool] = None,
+    mark_root: Optional[bool] = None,
     key: Optional[bytes | str] = None,
     key_file: Optional[str] = None,
     tracer_provider: Optional[TracerProvider] = None,
 ) -> LoopguardHandle:
-    """Add otel-loopguard to tracing. Arguments override OTEL_LOOPGUARD_* settings."""
-    config = resolve(
-        {"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes}
-    )
+    """Add otel-loopguard to tracing. Arguments override OTEL_LOOPGUARD_* settings.
+    mark_root=False hands a stopped run's root span on as the application ended it (root.py)."""
+    config = resolve({"mode": mode, "redact": redact, "policy": policy, "run_id_attribute": run_id_attribute,
+                      "agent_scopes": agent_scopes, "mark_root": mark_root})
     asked = {"mode": mode, "redact": redact, "policy": None if policy is None else os.fspath(policy),
-             "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes}
+             "run_id_attribute": run_id_attribute, "agent_scopes": agent_scopes, "mark_root": mark_root}
     with _lock:
         provider = tracer_provider or _global_provider()
         existing = getattr(provider, _HANDLE_ATTR, None)

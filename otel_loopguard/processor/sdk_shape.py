@@ -27,6 +27,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import Status
 
 from ..errors import LoopguardError
 
@@ -53,13 +54,15 @@ def attributes_of(span: Any) -> Mapping[str, Any]:
 # -- speed: the tagged copy on the worker ---------------------------------------------------------
 
 
-def copy_span(span: ReadableSpan, attributes: Any, events: Optional[Any] = None) -> ReadableSpan:
-    """A copy of a finished span with other attributes and, unless None, other events.
+def copy_span(span: ReadableSpan, attributes: Any, events: Optional[Any] = None,
+              status: Optional[Status] = None) -> ReadableSpan:
+    """A copy of a finished span with other attributes and, unless None, other events and status.
 
     What the SDK hands processors is copied field by field (a third of the constructor's cost
-    with its property reads); any other span goes through the public constructor, keeping the
+    with its property reads); any other span, and any copy with another status (one root span
+    per stopped run: no speed to gain), goes through the public constructor, keeping the
     dropped counts of its events and links."""
-    if type(span) is ReadableSpan and len(span.__dict__) == _READABLE_FIELD_COUNT:
+    if status is None and type(span) is ReadableSpan and len(span.__dict__) == _READABLE_FIELD_COUNT:
         copy = ReadableSpan.__new__(ReadableSpan)
         fields = copy.__dict__
         fields.update(span.__dict__)
@@ -77,7 +80,7 @@ def copy_span(span: ReadableSpan, attributes: Any, events: Optional[Any] = None)
         events=_bounded_list(span.events, span.dropped_events) if events is None else events,
         links=_bounded_list(span.links, span.dropped_links),
         kind=span.kind,
-        status=span.status,
+        status=span.status if status is None else status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,

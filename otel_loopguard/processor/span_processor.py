@@ -55,6 +55,7 @@ BATCH_DELAY_SECONDS = 0.2
 class LoopguardSpanProcessor(SpanProcessor):
     def __init__(self, delegates: Sequence[SpanProcessor], tagger: Tagger, queue_size: int = 10_000):
         self._tagger = tagger
+        self._marks = tagger.root_marks  # None: roots are handed on as they are
         self._start_keys = tagger.start_keys
         self._reserve = tagger.reserve
         # Hooks are looked up on each span, as the SDK's own multi-processor does: a
@@ -143,6 +144,8 @@ class LoopguardSpanProcessor(SpanProcessor):
                 # behind them, so exporters see spans in the order they ended (a root before
                 # its tool calls would make a receiver judge the run before they arrive).
                 return
+            elif self._marks is not None and self._marks.waiting:
+                span = self._marked(span)  # every tool span before it is tagged: its verdict is known
         except Exception:  # never into the application: the span goes on untagged (and redacted)
             self._log_error("checking a span")
             span = self._untagged(span)
@@ -191,7 +194,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                     item.done.set()
                     continue
                 if isinstance(item, _Plain):
-                    self._hand_on(item.span)
+                    self._hand_on(self._marked(item.span))
                     continue
                 try:
                     tagged = self._tagger.tag(item)
@@ -206,6 +209,14 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._pending.append(item)
         self._urgent = True
         self._wake.set()
+
+    def _marked(self, span: ReadableSpan) -> ReadableSpan:
+        """A span that needs no tagging, marked when it is a stopped run's root; never raises."""
+        try:
+            return self._tagger.mark_root(span)
+        except Exception:
+            self._log_error("marking a root span", "it is passed on unmarked")
+            return span
 
     def _untagged(self, span: ReadableSpan) -> ReadableSpan:
         """The span without tags, redacted when redaction is on; never raises (the worker
@@ -223,7 +234,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 self._pending.remove(item)
             except ValueError:
                 return  # the worker (or the shutdown's sweep) has it
-        self._hand_on(item.span if isinstance(item, _Plain) else self._untagged(item))
+        self._hand_on(self._marked(item.span) if isinstance(item, _Plain) else self._untagged(item))
 
     def _hand_on(self, span: ReadableSpan) -> None:
         for delegate in self._delegates:
@@ -278,7 +289,7 @@ class LoopguardSpanProcessor(SpanProcessor):
                 if isinstance(item, _Flush):
                     item.done.set()
                 elif isinstance(item, _Plain):
-                    self._hand_on(item.span)
+                    self._hand_on(self._marked(item.span))
                 elif item is not _STOP:
                     self._hand_on(self._untagged(item))
 

@@ -36,6 +36,7 @@ from ..fingerprint import Fingerprinter, fingerprint_call
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
+from .root import RootMarks
 from .sdk_shape import attributes_of, copy_span
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -123,6 +124,8 @@ class Tagger:
         # span id -> span id of the innermost agent span around it (agent_scopes only)
         self._scopes: BoundedMap[int, int] = BoundedMap(MAX_SCOPED_SPANS)
         self._warned_twice = False
+        # Traces with a stop, until their root span passes (root.py); None: roots left as they are.
+        self.root_marks: Optional[RootMarks] = RootMarks(config.max_runs) if config.mark_root else None
 
     @property
     def key_id(self) -> str:
@@ -176,6 +179,9 @@ class Tagger:
                                       format(ctx.span_id, "016x"), seq))
             state.observed += 1
             findings = self._observe(state, call)
+            stopped = state.stopped
+        if findings and self.root_marks is not None:
+            self.root_marks.note(ctx.trace_id, stopped, findings)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
 
     def _warn_twice(self, first: str, second: str) -> None:
@@ -318,6 +324,13 @@ class Tagger:
     def at_fork_reinit(self) -> None:
         """In a forked child: the parent's worker may have held the lock when it forked."""
         self._lock = threading.Lock()
+        if self.root_marks is not None:
+            self.root_marks.at_fork_reinit()
+
+    def mark_root(self, span: ReadableSpan) -> ReadableSpan:
+        """A span that needs no tagging: the marked copy when it is a stopped run's root."""
+        marks = self.root_marks
+        return span if marks is None or not marks.waiting else marks.mark(span)
 
     def untagged(self, span: ReadableSpan) -> ReadableSpan:
         """A span passed on without tags (queue full, or tagging failed): still redacted."""

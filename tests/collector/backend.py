@@ -18,7 +18,7 @@ from typing import Any, Optional
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from live import free_port
+from .ports import reserved_port
 
 
 def value(v: Any) -> Any:
@@ -60,7 +60,7 @@ class Stored:
 class CountingBackend(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, port: Optional[int] = None, delay: float = 0.0) -> None:
         """`delay`: seconds each Export takes before it stores anything (a slow backend)."""
-        self.port = port or free_port()
+        self.port = port or reserved_port()
         self.delay = delay
         self.counts: Counter[tuple[str, str]] = Counter()
         self.findings: list[Stored] = []

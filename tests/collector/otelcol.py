@@ -18,7 +18,9 @@ from typing import Any, Optional, Sequence
 
 import yaml
 
-from live import ROOT, child_env, free_port, go_built, stop, tail, wait_until
+from live import ROOT, child_env, go_built, stop, tail, wait_until
+
+from .ports import reserved_port
 
 CONFIG_DIR = ROOT / "collector_config"
 MANIFEST = CONFIG_DIR / "builder.yaml"
@@ -51,7 +53,7 @@ def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional
     filled = Filled(doc)
     for rid, receiver in doc.get("receivers", {}).items():
         for proto, settings in receiver["protocols"].items():
-            port = free_port()
+            port = reserved_port()
             settings["endpoint"] = f"127.0.0.1:{port}"
             if proto == "grpc":
                 filled.ports[rid] = port
@@ -59,14 +61,14 @@ def fill(name: str, *, backend: str, loopguard: Sequence[str], storage: Optional
         _point_exporter(eid, exporter, backend, loopguard, ca)
     for xid, extension in (doc.get("extensions") or {}).items():
         if xid.split("/")[0] == "health_check":
-            filled.ports["health"] = free_port()
+            filled.ports["health"] = reserved_port()
             extension["endpoint"] = f"127.0.0.1:{filled.ports['health']}"
         elif xid.split("/")[0] == "file_storage":
             assert storage is not None, f"{name} persists its queues: give fill() a storage directory"
             extension["directory"] = str(storage)
     for reader in doc["service"].get("telemetry", {}).get("metrics", {}).get("readers", []):
         prometheus = reader["pull"]["exporter"]["prometheus"]
-        filled.ports["metrics"] = free_port()
+        filled.ports["metrics"] = reserved_port()
         prometheus.update(host="127.0.0.1", port=filled.ports["metrics"])
     return filled
 

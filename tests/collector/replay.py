@@ -29,8 +29,9 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
-from live import ROOT, ReceiverProcess, free_port, stop
+from live import ROOT, ReceiverProcess, stop
 
+from .ports import reserved_port
 from .scenarios import EXPORT, Secrets, receiver_env
 from .test_replica_grace import receiver_settings, serve_commands
 
@@ -101,7 +102,7 @@ def documented_replica(command: ReplicaCommand, logdir: Path, findings_port: int
     negative control uses it."""
     env = receiver_env(findings_to=None)
     env[_FINDINGS_ENV] = f"http://127.0.0.1:{findings_port}"
-    return ReceiverProcess([*command.args(secrets, free_port()), *override], env, logdir,
+    return ReceiverProcess([*command.args(secrets, reserved_port()), *override], env, logdir, port=reserved_port(),
                            ca=secrets.ca if secrets else None)
 
 

@@ -27,6 +27,7 @@ from otel_loopguard.findings import INTEGRITY_KINDS
 
 from .backend import CountingBackend, Stored
 from .otelcol import Collector, fill
+from .ports import reserved_port
 
 APP = Path(__file__).resolve().parent / "app.py"
 KEY = "collector-tests-key-0123456789abcdef"  # one digest key for the app and every receiver
@@ -72,8 +73,9 @@ def receivers(n: int, logdir: Path, args: Sequence[str], findings_to: Optional[i
     """n receivers with a metrics endpoint each (not started: the Collector config needs their addresses
     first), serving TLS with a token when given `secrets`, as the configs' commands show."""
     extra = secrets.serve_args() if secrets else []
-    return [ReceiverProcess(["--root-grace-seconds", "1", *args, *extra, "--metrics-listen", f"127.0.0.1:{free_port()}"],
-                            receiver_env(findings_to), logdir, ca=secrets.ca if secrets else None) for _ in range(n)]
+    return [ReceiverProcess(["--root-grace-seconds", "1", *args, *extra, "--metrics-listen",
+                             f"127.0.0.1:{reserved_port()}"], receiver_env(findings_to), logdir, port=reserved_port(),
+                            ca=secrets.ca if secrets else None) for _ in range(n)]
 
 
 # -- the app ------------------------------------------------------------------------------

@@ -32,9 +32,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from live import free_port
-
 from .otelcol import Collector, fill
+from .ports import reserved_port
 from .test_replica_grace import receiver_settings, serve_commands
 
 pytestmark = pytest.mark.collector
@@ -47,7 +46,7 @@ class StandIn:
     """An OTLP/gRPC trace endpoint that notes when each request arrives and refuses those it is told to."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        self.port = reserved_port()
         self.arrivals: list[float] = []
         self.refuse: list[Optional[float]] = []  # one entry per request to refuse: its RetryInfo delay, or None
         self._lock = threading.Lock()

@@ -326,6 +326,9 @@ def test_the_annotation_marks_the_looping_trace_in_phoenix_and_not_the_healthy_o
         ("attributes['loopguard']['finding']['kind'] == 'repeat' and status_code == 'ERROR'", None,
          f"loopguard.finding stop repeat {TOOL}"),
         ("'would deny' in annotations['loopguard'].label", None, f"execute_tool {TOOL}"),  # the 5th call
+        # The root span install() marked (processor/root.py): the run's status, and its verdict.
+        (f"{roots} and status_code == 'ERROR'", None, "invoke_agent support"),
+        ("attributes['loopguard']['run']['verdict'] == 'stop'", None, "invoke_agent support"),
     ]:
         assert phoenix.filtered(PROJECT, condition, trace_condition) == [(looping.trace_id, expected)], condition
 

@@ -5,10 +5,11 @@ a looping agent and a healthy one. Chromium (tests/e2e/browser.py) opens Phoenix
 and the looping trace, saves a screenshot of each (test artifacts, not committed:
 `test-artifacts/phoenix/`, or the folder named by LOOPGUARD_ARTIFACTS) and asserts from the page:
 
-- in the traces list, without opening anything, the looping trace's row shows the verdict, the
-  tool and the count (`stop: repeat lookup_order x5`) in a cell that lies inside the window
-  (Phoenix's "span annotations" column, visible by default: the receiver annotates the run's
-  root span, which is the row), and the healthy trace's row shows no such thing;
+- in the traces list, without opening anything, the looping trace's row shows a red ERROR status
+  and, in the "error" column, the tool and the count (`lookup_order x5 …`), both inside the
+  window: the processor (`install()`) marks a stopped run's root span, which is the row. The
+  healthy trace's row shows neither. The verdict also sits in the "span annotations" and "trace
+  annotations" columns (the receiver's `--annotate-phoenix-url`), past the window's right edge;
 - in the open trace, the loop reads as one finding: one `loopguard` verdict for the trace, and
   the call enforce mode would have denied is marked as such in the tree
   (`FINDINGS_PER_LOOP` is what the page shows today, to tighten when findings are folded).
@@ -27,7 +28,7 @@ import pytest
 
 from .browser import Page, browser, chromium, websockets_installed
 from .phoenix_server import Phoenix, phoenix_installed, running_phoenix
-from .test_phoenix import CALLS, PROJECT, Receiver, _run_agents, _serving
+from .test_phoenix import CALLS, PROJECT, TOOL, Receiver, _run_agents, _serving
 
 pytestmark = [
     pytest.mark.skipif(not phoenix_installed(), reason="arize-phoenix is not installed (the `phoenix` extra)"),
@@ -39,22 +40,40 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("LOOPGUARD_ARTIFACTS") or ROOT / "test-artifacts") / "phoenix"
 WIDTH, HEIGHT = 1400, 900
 LABEL = "stop: repeat lookup_order x5"
-# Finding spans the open trace shows for one loop today: the repeat's warn and stop and the
-# no_progress warn over the same calls. Folding them into one (issue 29, item 2) makes this 1.
-FINDINGS_PER_LOOP = 3
+# Finding spans the open trace shows for one loop: the repeat's warn is folded into its stop and
+# the no_progress over the same calls is one of its events (issue 29, item 2).
+FINDINGS_PER_LOOP = 1
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 # The traces list as laid out: each header's text, and each row's cells with their text (as
-# shown, and all of it: Phoenix folds a chip that does not fit into a "+1" badge) and whether
-# the cell lies inside the window.
+# shown, and all of it: Phoenix folds a chip that does not fit into a "+1" badge), whether the
+# cell lies inside the window, the text a person sees in it (the characters not hidden by a
+# clipping box, less an ellipsis' width where the text overflows), and the first mark's label and
+# colour (the status icon says ERROR or UNSET in its aria-label).
 TABLE_JS = """
 (() => {
   const inside = el => { const r = el.getBoundingClientRect();
     return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth + 1 && r.top >= 0 && r.bottom <= window.innerHeight; };
+  // The right edge of the content boxes around a text (its own to the cell's), less an ellipsis'
+  // width when the text runs past it, by any fraction of a pixel: the characters left of it are on screen.
+  const edge = (node, td) => { let right = window.innerWidth;
+    for (let el = node.parentElement; el; el = el.parentElement) { const st = getComputedStyle(el);
+      right = Math.min(right, el.getBoundingClientRect().right - parseFloat(st.paddingRight) - parseFloat(st.borderRightWidth));
+      if (el === td) break; }
+    const all = document.createRange(); all.selectNodeContents(node);
+    return all.getBoundingClientRect().right > right + 0.01 ? right - parseFloat(getComputedStyle(node.parentElement).fontSize) : right; };
+  const seen = td => { let out = ''; const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) { const right = edge(n, td);
+      for (let i = 0; i < n.length; i++) { const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+        if (r.getBoundingClientRect().right > right + 0.5) return out; out += n.data[i]; } }
+    return out; };
+  const mark = td => { const el = td.querySelector('[aria-label]');
+    return el ? {label: el.getAttribute('aria-label'), color: getComputedStyle(el).color} : null; };
   return {
     headers: [...document.querySelectorAll('thead th')].map(th => th.innerText.trim()),
     rows: [...document.querySelectorAll('tbody tr')].map(tr => [...tr.children].map(td => ({
-      shown: td.innerText.trim(), all: td.textContent.trim(), visible: inside(td)}))),
+      shown: td.innerText.trim(), all: td.textContent.trim(), visible: inside(td), seen: seen(td).trim(),
+      mark: mark(td)}))),
   };
 })()
 """
@@ -156,16 +175,30 @@ def test_the_looping_trace_stands_out_in_phoenix_at_1400x900(
     assert [f"repeat {k}/5" in trace_text for k in range(1, 5)] == [True] * 4
     assert trace_text.count("would deny: repeat 5/5") == 1 and "would warn" not in trace_text
     findings = [n for n in trace_text.splitlines() if n.startswith("loopguard.finding")]
-    assert len(findings) == FINDINGS_PER_LOOP, findings  # tighten to 1 when one loop is one finding span
+    assert len(findings) == FINDINGS_PER_LOOP, findings
 
-    # Visible at 1400x900 without opening anything: a cell inside the window that tells the rows
-    # apart. Phoenix lays out only root-span fields there by default (status, kind, name, input,
-    # output, error, user); the annotation columns start past the window's right edge.
-    differ = [k for k, (a, b) in enumerate(zip(looping_row, healthy_row)) if a["visible"] and a["shown"] != b["shown"]]
-    if not differ:
-        pytest.xfail(f"the verdict is in columns {spans_col} and {trace_col}, off-screen at {WIDTH}x{HEIGHT}: "
-                     f"Phoenix's visible columns are {[h for h, c in zip(table['headers'], looping_row) if c['visible']]}")
-    assert any("repeat" in looping_row[k]["shown"] and "lookup_order" in looping_row[k]["shown"] for k in differ)
+    # Visible at 1400x900 without opening anything, with the README's setup (install() in the app):
+    # the processor marks the looping run's root span, which is the row. Phoenix shows the root's
+    # status (red, "ERROR") and the start of its status message in the "error" column; the
+    # annotation columns start past the window's right edge.
+    (ARTIFACTS / "traces-list.json").write_text(json.dumps(table, indent=1))
+    status_col, error_col = column["status"], column["error"]
+    stop, calm = looping_row[status_col], healthy_row[status_col]
+    assert stop["visible"] and stop["mark"]["label"] == "ERROR" and _red(stop["mark"]["color"]), stop
+    assert calm["mark"]["label"] == "UNSET" and not _red(calm["mark"]["color"]), calm
+    error, quiet = looping_row[error_col], healthy_row[error_col]
+    assert error["visible"] and error["seen"].startswith(f"{TOOL} x5"), error  # tool and count, not cut
+    # The measure sees the cut the screenshot shows (`lookup_order x5 re…`).
+    assert len(error["seen"]) < len(error["all"]), error
+    assert quiet["all"] == "--", quiet
+    differ = [k for k, (a, b) in enumerate(zip(looping_row, healthy_row)) if a["visible"] and a["seen"] != b["seen"]]
+    assert differ == [error_col], (differ, table["headers"])
+
+
+def _red(color: str) -> bool:
+    """`rgb(r, g, b)` (or rgba) that is mostly red."""
+    r, g, b = (float(v) for v in color[color.index("(") + 1:color.index(")")].split(",")[:3])
+    return r > 150 and r > 1.5 * g and r > 1.5 * b
 
 
 def _row_with(rows: list[list[dict[str, Any]]], col: int, text: str) -> list[dict[str, Any]]:

@@ -10,7 +10,10 @@ Ways to restart, on the same port and state directory ("none": no restart, the b
                 (SO_REUSEPORT), asks it to stop, takes the state directory over when it is
                 released (docs/reliability.md, "Restarts without a gap").
 While it happens a prober connects to the port every few milliseconds and counts refusals: the
-app's exporter sees the port closed exactly when a connection is refused.
+app's exporter sees the port closed exactly when a connection is refused. Each row also says when
+the lost spans ended, seconds from the restart (`when_lost`), and carries the restart's timeline
+(`timeline`: the receivers' log lines stamped as they appear, the app's exporter messages and
+every export call with its duration), on the system's monotonic clock, which every process shares.
 
 Used by tests/reliability/test_handover.py and bench/chaos.py (`restart-*` scenarios).
 """
@@ -71,6 +74,76 @@ class Prober:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+
+
+@dataclass
+class LogClock:
+    """Stamps each new line of the receivers' logs (receiver-*.err in `workdir`) with the system's
+    monotonic clock as it appears (polled every 10 ms): the restart's timeline beside the app's."""
+
+    workdir: Path
+    lines: list[tuple[float, str, str]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: Optional[threading.Thread] = None
+
+    def start(self) -> "LogClock":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        files: dict[Path, Any] = {}
+        partial: dict[Path, str] = {}
+        try:
+            while True:
+                stopping = self._stop.is_set()
+                for path in self.workdir.glob("receiver-*.err"):
+                    if path not in files:
+                        files[path] = path.open(errors="replace")
+                    text = partial.get(path, "") + files[path].read()  # what was added since (read on)
+                    done = text.rfind("\n") + 1
+                    for line in text[:done].splitlines():
+                        self.lines.append((time.monotonic(), path.stem.rpartition("-")[2], line[:160]))
+                    partial[path] = text[done:]
+                if stopping:
+                    return
+                time.sleep(0.01)
+        finally:
+            for f in files.values():
+                f.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+def timeline(t0: float, clock: LogClock, result: dict[str, Any], slow: float = 0.0) -> list[str]:
+    """What happened around the restart, in order, seconds from t0: the receivers' log lines (by
+    process start number), the app's exporter messages and its export calls slower than `slow`."""
+    events = [(t, f"receiver#{n}: {line}") for t, n, line in clock.lines]
+    for said in result.get("sdk_said") or []:
+        at, _, text = said.partition(" ")
+        events.append((float(at), f"app: {text[:200]}"))
+    for began, took, what in result.get("exports") or []:
+        if took >= slow:
+            events.append((began, f"app: export of {what} took {took:.3f} s"))
+    return [f"{t - t0:+8.3f} {text}" for t, text in sorted(events) if t - t0 > -3]
+
+
+def when_lost(backend: CountingBackend, result: dict[str, Any], t0: float, timings: dict[str, float]
+              ) -> dict[str, Any]:
+    """When the lost spans ended, seconds from the restart (a full queue drops its oldest span as a
+    new one ends: a span is lost at most the queue's length, about a second here, after it ended);
+    and how many ended during the restart (from t0 until the new process took over, or answered)
+    against before and after it."""
+    got = {s for _, s in backend.app_counts()}
+    ended = result.get("ended") or {}
+    lost = sorted(round(at - t0, 2) for span, at in ended.items() if span not in got)
+    until = timings.get("takeover_s", timings.get("restart_s", 0.0))
+    during = sum(0 <= t <= until for t in lost)
+    return {"lost_during_restart": during, "lost_outside_restart": len(lost) - during,
+            "lost_from_to_s": [lost[0], lost[-1]] if lost else []}
 
 
 def start_load_app(port: int, workdir: Path, *, rate: float, seconds: float, calls: int = 9,
@@ -147,10 +220,13 @@ def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: 
                              app_env=app_env)
         time.sleep(max(0.0, start + at - time.monotonic()))
         prober = Prober(r.port).start()
+        clock = LogClock(workdir).start()
+        t0 = time.monotonic()
         timings = restart(r, how)
         time.sleep(2.0)
         prober.stop()
         result = app.result(timeout=300)
+        clock.stop()
         try:
             row = S.wait_delivered(backend, result, 60, quiet=15).row()
         except AssertionError:  # spans missing for good: count what arrived
@@ -158,6 +234,10 @@ def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: 
         row.update(timings, refused_connects=prober.refused, port_closed_s=round(prober.longest, 3),
                    exporter_retries=result.get("exporter_retries"), exporter_failures=result.get("exporter_failures"),
                    sdk_queue_full=bool(result.get("sdk_queue_full")))
+        exports = result.get("exports") or []
+        row["slowest_export_s"] = max((took for _, took, _ in exports), default=0.0)
+        row.update(when_lost(backend, result, t0, timings))
+        row["timeline"] = timeline(t0, clock, result)
         return row
     finally:
         if prober is not None:

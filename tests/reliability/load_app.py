@@ -35,10 +35,12 @@ class Ledger(SpanProcessor):
 
     def __init__(self) -> None:
         self.spans: dict[str, list[str]] = defaultdict(list)
+        self.ended: dict[str, float] = {}  # span id -> when it ended (monotonic): when a full queue dropped it
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
         self.spans[format(ctx.trace_id, "032x")].append(format(ctx.span_id, "016x"))
+        self.ended[format(ctx.span_id, "016x")] = round(time.monotonic(), 3)
 
 
 class Exporting(logging.Handler):
@@ -62,8 +64,29 @@ class Exporting(logging.Handler):
             self.failures += 1
         else:
             return
-        if len(self.messages) < 10:
-            self.messages.append(f"{time.monotonic():.2f} {text[:200]}")
+        if len(self.messages) < 30:
+            self.messages.append(f"{time.monotonic():.3f} {text[:300]}")
+
+
+class Timed:
+    """Each call of the OTLP exporter's export(): when it began (the system's monotonic clock, the
+    one the test's timeline uses), how long it took and its result. A batch whose export blocks
+    longer than the queue lasts makes the SDK drop spans with the port open: this shows it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, str]] = []
+
+    def wrap(self, cls: Any) -> None:
+        export = cls.export
+        calls = self.calls
+
+        def timed(exporter: Any, spans: Any, *args: Any, **kwargs: Any) -> Any:
+            began = time.monotonic()
+            result = export(exporter, spans, *args, **kwargs)
+            calls.append((round(began, 3), round(time.monotonic() - began, 3), f"{len(spans)} {result.name}"))
+            return result
+
+        cls.export = timed
 
 
 def _turn(tracer: Any, root: Any, run: int, i: int, looping: bool) -> None:
@@ -117,6 +140,10 @@ def main() -> int:
 
     said = Exporting()
     logging.getLogger("opentelemetry").addHandler(said)
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    exports = Timed()
+    exports.wrap(OTLPSpanExporter)  # before install(): the SDK builds its exporter from this class
     provider = otel_loopguard.install().provider
     ledger = Ledger()
     provider.add_span_processor(ledger)
@@ -128,7 +155,8 @@ def main() -> int:
     with open(args.out, "w", encoding="utf-8") as out:
         json.dump({"spans": ledger.spans, "loops": loops, "healthy": healthy, "conversations": {},
                    "flushed": flushed, "seconds": time.monotonic() - start, "sdk_queue_full": said.queue_full,
-                   "exporter_retries": said.retries, "exporter_failures": said.failures, "sdk_said": said.messages}, out)
+                   "exporter_retries": said.retries, "exporter_failures": said.failures, "sdk_said": said.messages, "ended": ledger.ended,
+                   "exports": exports.calls}, out)
     return 0
 
 

@@ -33,7 +33,8 @@ def test_a_handover_under_load_loses_nothing_and_judges_the_runs_open_across_it(
     row = H.run(tmp_path, "handover", **LOAD)
     logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("receiver-*.err")))
     assert row["lost"] == 0 and row["duplicated"] == 0, row
-    assert row["refused_connects"] == 0, row  # the app never found the port closed
+    assert row["refused_connects"] == 0, row  # the app never found the port closed...
+    assert row["exporter_retries"] == 0 and row["exporter_failures"] == 0, row  # ...nor had a request fail
     assert row["old_exit"] == 0, row
     restored = [int(n) for n in re.findall(r"(\d+) open runs restored from the last shutdown", logs)]
     assert restored and max(restored) > 0, logs  # runs were open across the handover...

@@ -263,7 +263,7 @@ class RunAssembler:
     def release_for_snapshot(self) -> list[RunBuffer]:
         """At shutdown: the open runs a snapshot can carry to the next process (their inputs
         kept, their root not ended), taken out of this one unjudged."""
-        out = [b for b in self.runs.values() if b.journal is not None and b.root_ended_at is None]
+        out = [b for b in self.runs.values() if b.ops is not None and b.root_ended_at is None]
         for buffer in out:
             del self.runs[buffer.run_id]
             self.buffered_calls -= buffer.buffered
@@ -401,8 +401,8 @@ class RunAssembler:
     def _verdict(self, buffer: RunBuffer, summary: Optional[Span], now: float, revisable: bool) -> Verdict:
         """What a completed run keeps for its late calls: its inputs when it can be judged again."""
         inputs = None
-        if revisable and buffer.journal is not None and buffer.emitted is not None:
-            inputs = Inputs(buffer.journal, buffer.emitted, tuple(buffer.noted), tuple(buffer.agents), buffer.roots)
+        if revisable and buffer.ops is not None and buffer.emitted is not None:
+            inputs = Inputs(buffer.ops, buffer.emitted, tuple(buffer.noted), tuple(buffer.agents), buffer.roots)
         first_trace = buffer.first_trace
         return Verdict(key=self._verdicts_made, run_id=buffer.run_id, completed_at=now, fp=buffer.fingerprinter,
                        first_seq=buffer.first_seq, dense_seq=self._config.dense_seq, journal=inputs,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from operator import itemgetter
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Union
 
@@ -58,8 +59,8 @@ def _key(call: RawCall | ToolCall) -> tuple[Optional[str], Optional[str]]:
     return call.trace_id, call.span_id
 
 
-def _held(raw: RawCall) -> _Held:
-    return _Held(raw.dispatched, raw.guard) if (raw.guard or not raw.dispatched) else _ORDINARY
+def _held(facts: "CallFacts | RawCall") -> _Held:
+    return _Held(facts.dispatched, facts.guard) if (facts.guard or not facts.dispatched) else _ORDINARY
 
 
 def _arguments_text(arguments: Any) -> Optional[str]:
@@ -76,11 +77,55 @@ def _arguments_text(arguments: Any) -> Optional[str]:
 _NO_IDENTITY: Mapping[str, Any] = {}
 
 
-def _without_payload(raw: RawCall) -> RawCall:
-    """What _place reads of a call besides its ToolCall: numbering, guard facts, ids."""
-    return RawCall(seq=raw.seq, tool=raw.tool, ok=raw.ok, finished=raw.finished, span_id=raw.span_id,
-                   dispatched=raw.dispatched, guard=raw.guard, key_id=raw.key_id, trace_id=raw.trace_id,
-                   seq_dense=raw.seq_dense, identity=_NO_IDENTITY)
+class CallFacts(tuple):
+    """What _place reads of a call besides its ToolCall (whose seq, tool, span and trace ids are
+    the RawCall's): (ok, finished, dispatched, guard, key_id, seq_dense). Few distinct values
+    occur, so a journal shares one of these among its calls (interned) instead of keeping a copy
+    of each call's RawCall."""
+
+    __slots__ = ()
+    ok = property(itemgetter(0))
+    finished = property(itemgetter(1))
+    dispatched = property(itemgetter(2))
+    guard = property(itemgetter(3))
+    key_id = property(itemgetter(4))
+    seq_dense = property(itemgetter(5))
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+
+MAX_INTERNED_FACTS = 256  # key ids and guard kinds come from telemetry: the shared table is bounded
+_interned: dict[tuple[Any, ...], CallFacts] = {}
+
+
+def call_facts(values: tuple[Any, ...]) -> CallFacts:
+    """The shared CallFacts of these values (ok, finished, dispatched, guard, key_id, seq_dense)."""
+    facts = _interned.get(values)
+    if facts is None:
+        facts = CallFacts(values)
+        if len(_interned) < MAX_INTERNED_FACTS:
+            _interned[values] = facts
+    return facts
+
+
+def facts_of(raw: RawCall) -> CallFacts:
+    return call_facts((raw.ok, raw.finished, raw.dispatched, raw.guard, raw.key_id, raw.seq_dense))
+
+
+def expanded(call: ToolCall, facts: CallFacts) -> RawCall:
+    """A journalled call's facts as the RawCall they came from, without its payloads (what a
+    snapshot saves: state/snapshot.py)."""
+    return RawCall(seq=call.seq, tool=call.tool, ok=facts.ok, finished=facts.finished, span_id=call.span_id,
+                   dispatched=facts.dispatched, guard=facts.guard, key_id=facts.key_id, trace_id=call.trace_id,
+                   seq_dense=facts.seq_dense, identity=_NO_IDENTITY)
+
+
+def compact(op: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A journal entry in the form a run keeps: a call's RawCall facts (a snapshot's) shared."""
+    if op[0] == "call" and isinstance(op[2], RawCall):
+        return ("call", op[1], facts_of(op[2]), op[3])
+    return op
 
 
 def journal_call(raw: RawCall, fp: Fingerprinter) -> tuple[Any, ...]:
@@ -89,7 +134,7 @@ def journal_call(raw: RawCall, fp: Fingerprinter) -> tuple[Any, ...]:
     if raw.seq < 1 and unresolved(raw):
         return ("handoff", raw)
     text = _arguments_text(raw.arguments) if raw.arguments is not None else None
-    return ("call", fingerprint_call(raw, fp), _without_payload(raw), text)
+    return ("call", fingerprint_call(raw, fp), facts_of(raw), text)
 
 
 def _again(call: ToolCall, seen: set[tuple[Optional[str], Optional[str]]]) -> bool:
@@ -150,9 +195,10 @@ class RunBuffer:
         self.last_activity = now
         self.opened_at = now
         self.cut_reason: Optional[str] = None  # a restart cut the run (receiver/runs/restart.py)
-        # With a state_dir: the run's inputs, in order, for a snapshot at shutdown (snapshot.py);
-        # replayed into a new RunBuffer they rebuild this one. None: not kept (or too long).
-        self.journal: Optional[list[tuple[Any, ...]]] = [] if journal else None
+        # The run's inputs, in order: for a snapshot at shutdown (snapshot.py; replayed into a new
+        # RunBuffer they rebuild this one), and to judge the run again with late calls (late.py).
+        # None: not kept (or too long). Calls' facts shared (compact): `journal` shows them whole.
+        self._ops: Optional[list[tuple[Any, ...]]] = [] if journal else None
         self.restored = restored  # rebuilt from a snapshot: the restart rule does not apply
         self.first_trace: Optional[str] = None
         self.traces: set[bytes] = set()
@@ -186,27 +232,30 @@ class RunBuffer:
             self.tool_calls_seen += 1
             self.first_trace = self.first_trace or raw.trace_id
             self.untagged.append((raw, _held(raw)))
-            if self.journal is not None:
+            if self._ops is not None:
                 self._record(("handoff", raw))
             return []
         call = fingerprint_call(raw, self._fp)
         text = None
         if raw.arguments is not None and call.action != self._args_action:  # a loop repeats one: kept once
             text = _arguments_text(raw.arguments)
-        if self.journal is not None:
-            self._record(("call", call, _without_payload(raw), text))
-        return self._place(call, raw, text, now)
+        facts = facts_of(raw)
+        if self._ops is not None:
+            self._record(("call", call, facts, text))
+        return self._place(call, facts, text, now)
 
-    def _place(self, call: ToolCall, raw: RawCall, text: Optional[str], now: float) -> list[Finding]:
-        """A fingerprinted call into the run; `raw` is read for its numbering and guard facts only."""
+    def _place(self, call: ToolCall, facts: CallFacts, text: Optional[str], now: float) -> list[Finding]:
+        """A fingerprinted call into the run, with the facts of its RawCall its digests do not
+        carry (its numbering, span and trace ids are the call's)."""
         self.tool_calls_seen += 1
-        self.first_trace = self.first_trace or raw.trace_id
-        held = _held(raw)
-        out = self._key_check(raw)
+        self.first_trace = self.first_trace or call.trace_id
+        held = _held(facts)
+        seq = call.seq
+        out = self._key_check(facts.key_id, seq)
         if text is not None:
             self.arguments.put(call.action, text)
             self._args_action = call.action
-        if raw.seq < 1 or not (raw.seq_dense or self._dense_seq):
+        if seq < 1 or not (facts.seq_dense or self._dense_seq):
             # Payloads are not kept: only the ToolCall and its guard facts. A number not
             # promised dense orders the call but cannot tell a gap from a skip: held too.
             self.untagged.append((call, held))
@@ -216,29 +265,30 @@ class RunBuffer:
             for model in self.untagged_models:  # decisions seen before the first call
                 out += self._keep(self.run.observe_model(model))
             self.untagged_models = []
-        if not raw.finished:
-            out.append(self._unfinished(raw))
+        if not facts.finished:
+            out.append(self._unfinished(call))
         if self._resumed:
             self._resumed = False
-            if raw.seq < self.next_seq:
+            if seq < self.next_seq:
                 # Not the conversation going on: its numbering started again (a restarted
                 # processor, calls ending out of order) or an old straggler: count from 1.
                 self.next_seq = 1
-        if any(lo <= raw.seq < hi for lo, hi in self.skipped):
+        if any(lo <= seq < hi for lo, hi in self.skipped):
             self.late_calls += 1  # it missed its gap's wait: reported incomplete already
             return out
-        if raw.seq < self.next_seq or raw.seq in self.pending:
-            return out + [self._conflict(raw)]
-        if raw.seq > self.next_seq + MAX_AHEAD:
-            return out + [self._conflict(raw, f"sequence {raw.seq} is far beyond the {self.next_seq - 1} calls seen")]
-        self.pending[raw.seq] = (call, held)
+        if seq < self.next_seq or seq in self.pending:
+            return out + [self._conflict(seq, call.span_id, call.tool)]
+        if seq > self.next_seq + MAX_AHEAD:
+            why = f"sequence {seq} is far beyond the {self.next_seq - 1} calls seen"
+            return out + [self._conflict(seq, call.span_id, call.tool, why)]
+        self.pending[seq] = (call, held)
         out += self._drain()
         self.gap_since = (self.gap_since or now) if self.pending else None
         return out
 
     def add_model(self, model: ModelCall, now: float) -> list[Finding]:
         self.last_activity = now
-        if self.journal is not None:
+        if self._ops is not None:
             self._record(("model", model))
         self._models_seen += 1
         numbered = replace(model, turn=self._models_seen)
@@ -258,14 +308,14 @@ class RunBuffer:
 
     def note_guards(self, events: list[GuardEvent]) -> None:
         room = MAX_GUARD_EVENTS - len(self.guard_events)
-        if self.journal is not None and room > 0:
+        if self._ops is not None and room > 0:
             self._record(("guards", events[:room]))
         self.guard_events.extend(events[: max(room, 0)])
 
     def note_facts(self, facts: dict[str, object]) -> None:
         reason = facts.get("loopguard.termination_reason")
         terminal = facts.get("loopguard.terminal_response")
-        if self.journal is not None:
+        if self._ops is not None:
             self._record(("facts", {k: v for k, v in facts.items() if k in _FACT_KEYS}))
         if isinstance(reason, str) and reason in TERMINATION_REASONS:
             self.facts = replace(self.facts, termination_reason=reason)
@@ -273,12 +323,30 @@ class RunBuffer:
             self.facts = replace(self.facts, terminal_response=terminal)
 
     # -- snapshots (state_dir) ----------------------------------------------------
+    @property
+    def journal(self) -> Optional[list[tuple[Any, ...]]]:
+        """The run's inputs with each call's facts whole (a RawCall without payloads), as a
+        snapshot saves them; None when not kept."""
+        if self._ops is None:
+            return None
+        return [("call", op[1], expanded(op[1], op[2]), op[3]) if op[0] == "call" else op for op in self._ops]
+
+    @journal.setter
+    def journal(self, ops: Optional[list[tuple[Any, ...]]]) -> None:
+        self._ops = None if ops is None else [compact(op) for op in ops]
+
+    @property
+    def ops(self) -> Optional[list[tuple[Any, ...]]]:
+        """The journal as kept (calls' facts shared: CallFacts), for late.py to pack; None when
+        not kept. Not to be changed."""
+        return self._ops
+
     def _record(self, op: tuple[Any, ...]) -> None:
-        assert self.journal is not None
-        if len(self.journal) >= MAX_JOURNAL:
-            self.journal = None  # too long to save: cut at shutdown instead (restart.py)
+        assert self._ops is not None
+        if len(self._ops) >= MAX_JOURNAL:
+            self._ops = None  # too long to save: cut at shutdown instead (restart.py)
             return
-        self.journal.append(op)
+        self._ops.append(op)
 
     def replay(self, op: tuple[Any, ...], now: float) -> None:
         """One journal entry of a snapshot, applied as it was first: the same inputs in the
@@ -303,7 +371,8 @@ class RunBuffer:
     def _apply(self, op: tuple[Any, ...], now: float) -> list[Finding]:
         kind = op[0]
         if kind == "call":
-            if self.journal is not None:
+            op = compact(op)  # a snapshot's entry holds a RawCall
+            if self._ops is not None:
                 self._record(op)
             return self._place(op[1], op[2], op[3], now)
         if kind == "handoff":
@@ -355,7 +424,7 @@ class RunBuffer:
         """A gap older than `wait`: report it, then judge on after it."""
         if not self.pending or self.gap_since is None or now - self.gap_since < wait:
             return []
-        if self.journal is not None:
+        if self._ops is not None:
             self._record(("gap",))
         resume = min(self.pending)
         lo, hi = self.next_seq, resume  # bounded by MAX_AHEAD, never materialised
@@ -412,7 +481,7 @@ class RunBuffer:
         if len(numbered) == len(self.untagged) and len(set(numbered)) < len(numbered):
             twice = min(s for s in numbered if numbered.count(s) > 1)
             self.untagged = []
-            return [self._conflict(RawCall(seq=twice, tool=""))]
+            return [self._conflict(twice, tool="")]
         calls = self._ordered(final=True)
         if numbered and len(numbered) == len(self.untagged):  # order_calls kept their numbers
             self._sparse_seqs = [c.seq for c in calls]
@@ -427,7 +496,7 @@ class RunBuffer:
         next turn or the run's completion."""
         if self._tagged or not self.untagged or any(call.seq >= 1 for call, _ in self.untagged):
             return []
-        if self.journal is not None:
+        if self._ops is not None:
             self._record(("turn",))
         self._drop_redelivered()
         held = {_key(call): h for call, h in self.untagged}
@@ -491,8 +560,8 @@ class RunBuffer:
         return "scored", score_fields(self.run.summary, self.findings, self.trail, self.facts, after)
 
     # -- integrity findings ----------------------------------------------------
-    def _key_check(self, raw: RawCall) -> list[Finding]:
-        key_id = self._fp.key_id if raw.key_id == LOCAL_KEY else raw.key_id
+    def _key_check(self, raw_key_id: Optional[str], seq: int) -> list[Finding]:
+        key_id = self._fp.key_id if raw_key_id == LOCAL_KEY else raw_key_id
         if key_id is None or key_id in self.key_ids or len(self.key_ids) >= 2:
             return []  # two ids already make the run an integrity error; no need for more
         self.key_ids.add(key_id)
@@ -500,12 +569,13 @@ class RunBuffer:
             return []
         self.integrity_error = True
         reason = f"digests under different key ids ({', '.join(sorted(self.key_ids))}) cannot be compared"
-        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason)])
+        return self._keep([self._about("integrity_conflict", WARN, seq, reason)])
 
-    def _conflict(self, raw: RawCall, why: Optional[str] = None) -> Finding:
+    def _conflict(self, seq: int, span_id: Optional[str] = None, tool: Optional[str] = None,
+                  why: Optional[str] = None) -> Finding:
         self.integrity_error = True
-        reason = why or f"two different calls claim sequence {raw.seq}: the dispatch order is unknown"
-        return self._keep([self._about("integrity_conflict", WARN, raw.seq, reason, raw.span_id, raw.tool)])[0]
+        reason = why or f"two different calls claim sequence {seq}: the dispatch order is unknown"
+        return self._keep([self._about("integrity_conflict", WARN, seq, reason, span_id, tool)])[0]
 
     def _incomplete(self, lo: int, hi: int) -> Finding:
         self.incomplete = True
@@ -520,7 +590,7 @@ class RunBuffer:
         if self.cut_reason is not None:
             return []
         self.cut_reason, self.incomplete = reason, True
-        if self.journal is not None:
+        if self._ops is not None:
             self._record(("cut", reason))
         return self._keep([self._about("incomplete_trace", WARN, 0, reason)])
 
@@ -530,10 +600,10 @@ class RunBuffer:
         self.incomplete = True
         return self._keep([self._about("incomplete_trace", WARN, 0, reason)])[0]
 
-    def _unfinished(self, raw: RawCall) -> Finding:
+    def _unfinished(self, call: ToolCall) -> Finding:
         self.incomplete = True
-        reason = f"call {raw.seq or '?'} started but never finished: its result is unknown"
-        return self._keep([self._about("incomplete_trace", WARN, max(raw.seq, 0), reason, raw.span_id, raw.tool)])[0]
+        reason = f"call {call.seq or '?'} started but never finished: its result is unknown"
+        return self._keep([self._about("incomplete_trace", WARN, max(call.seq, 0), reason, call.span_id, call.tool)])[0]
 
     def span_conflict(self, span_id: str, seq: int, tool: Optional[str] = None) -> Finding:
         reason = f"a different span arrived under span id {span_id}; the first one is kept and judged"

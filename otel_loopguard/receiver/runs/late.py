@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any, Hashable, Optional
 
+from ...calls import NO_EQUIVALENCE, Equivalence, Evidence, ModelCall, ToolCall
 from ...findings import Finding
 from ...fingerprint import Fingerprinter
-from .buffer import MAX_JOURNAL
+from ...progress.evidence import NO_EVIDENCE
+from .buffer import MAX_JOURNAL, CallFacts, call_facts
 
 MAX_REVISIONS = 3  # summaries after the first: judging a run again costs its whole journal
 # What a kept verdict and a journal entry cost, in entries of the assembler's side tables
@@ -46,17 +50,60 @@ def finding_key(f: Finding) -> int:
 class Inputs:
     """What judging a completed run again needs, packed: its journal, the keys of the findings
     sent, the findings about dropped copies, its agent spans and roots. Only this process packs
-    and unpacks it, in memory (nothing read from outside is ever unpickled)."""
+    and unpacks it, in memory (nothing read from outside is ever unpickled). Calls and model
+    calls go in as tuples of their fields (`packed_op`): pickling the records themselves runs
+    Python code per field, and every completed run is packed."""
 
     __slots__ = ("blob", "count")
 
     def __init__(self, journal: list[Op], emitted: set[int], noted: tuple[Finding, ...],
                  agents: tuple[tuple[int, str], ...], roots: dict[str, str]):
-        self.blob = pickle.dumps((journal, emitted, noted, agents, roots), protocol=pickle.HIGHEST_PROTOCOL)
+        packed = [packed_op(op) for op in journal]
+        self.blob = pickle.dumps((packed, emitted, noted, agents, roots), protocol=pickle.HIGHEST_PROTOCOL)
         self.count = len(journal)  # what the bound counts
 
     def unpacked(self) -> tuple[list[Op], set[int], tuple[Finding, ...], tuple[tuple[int, str], ...], dict[str, str]]:
-        return pickle.loads(self.blob)  # noqa: S301 (packed by this process, above)
+        packed, emitted, noted, agents, roots = pickle.loads(self.blob)  # noqa: S301 (packed by this process, above)
+        return [unpacked_op(op) for op in packed], emitted, noted, agents, roots
+
+
+# The fields of the records a journal holds, in a fixed order: a call packs as plain tuples.
+_NESTED = ("evidence", "equivalence", "flags")
+_CALL_FIELDS = tuple(f.name for f in fields(ToolCall) if f.name not in _NESTED)
+_EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
+_EQUIVALENCE_FIELDS = tuple(f.name for f in fields(Equivalence))
+_MODEL_FIELDS = tuple(f.name for f in fields(ModelCall))
+_call_values, _evidence_values = attrgetter(*_CALL_FIELDS), attrgetter(*_EVIDENCE_FIELDS)
+_equivalence_values, _model_values = attrgetter(*_EQUIVALENCE_FIELDS), attrgetter(*_MODEL_FIELDS)
+
+
+def packed_op(op: Op) -> Op:
+    """A journal entry as plain values: a call's records as tuples of their fields (the shared
+    evidence and equivalence of most calls as None), a model call's as a tuple; others as they are."""
+    kind = op[0]
+    if kind == "call" and isinstance(op[2], CallFacts):
+        call: ToolCall = op[1]
+        evidence = None if call.evidence is NO_EVIDENCE else _evidence_values(call.evidence)
+        eq = None if call.equivalence is NO_EQUIVALENCE else _equivalence_values(call.equivalence)
+        return ("call*", _call_values(call), evidence, eq, tuple(call.flags), op[2].values(), op[3])
+    if kind == "model":
+        return ("model*", _model_values(op[1]))
+    return op
+
+
+def unpacked_op(op: Op) -> Op:
+    """`packed_op` undone: records equal to those packed."""
+    kind = op[0]
+    if kind == "call*":
+        _, values, evidence, eq, flags, facts, text = op
+        call = ToolCall(**dict(zip(_CALL_FIELDS, values)),
+                        evidence=NO_EVIDENCE if evidence is None else Evidence(**dict(zip(_EVIDENCE_FIELDS, evidence))),
+                        equivalence=NO_EQUIVALENCE if eq is None else Equivalence(**dict(zip(_EQUIVALENCE_FIELDS, eq))),
+                        flags=frozenset(flags))
+        return ("call", call, call_facts(facts), text)
+    if kind == "model*":
+        return ("model", ModelCall(**dict(zip(_MODEL_FIELDS, op[1]))))
+    return op
 
 
 class Verdict:

@@ -1,0 +1,85 @@
+"""A stopped run's root span, marked: status ERROR and a description with the tool and count first.
+
+Backends list traces by their root span (Phoenix's traces list shows its status and the start of
+its status message; Jaeger counts errors). When a trace's tool calls brought a stop verdict (the
+calls enforce mode denies, `would_block` in observe mode), its root span leaves as a copy with
+status ERROR, a description such as `lookup_order x5 repeat · loopguard stop` (the key words
+first: a list cuts it short) and `loopguard.run.verdict`. Only a status the application left
+UNSET is changed: an ERROR or an OK is the application's own word on the run.
+
+A root is a span with no parent: a span whose parent came from another process (a remote
+parent) is the root of nothing a list shows, and the trace's real root is not ours to mark.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Status, StatusCode
+
+from ..bounded import BoundedMap
+from ..findings import STOP, Finding
+from .sdk_shape import copy_span
+
+VERDICT = "loopguard.run.verdict"
+STOP_VERDICT = "stop"
+
+
+def description(finding: Finding) -> str:
+    """`lookup_order x5 repeat · loopguard stop`: tool and count, then kind, then whose verdict."""
+    head = f"{finding.tool} x{finding.count} {finding.kind}" if finding.tool else f"{finding.kind} x{finding.count}"
+    return f"{head} · loopguard {STOP_VERDICT}"
+
+
+class RootMarks:
+    """Traces whose tool calls brought a stop, until their root span passes (bounded)."""
+
+    def __init__(self, limit: int):
+        self._stops: BoundedMap[int, Finding] = BoundedMap(limit)
+        self._lock = threading.Lock()
+        # Read on the application's thread without the lock, for every span that needs no
+        # tagging: an attribute read settles it while no trace waits for its root.
+        self.waiting = False
+
+    def note(self, trace_id: int, stopped: Optional[Finding], findings: list[Finding]) -> None:
+        """A tool call's findings: when one is a stop, the trace's root will say the run's stop
+        (the first one: every call after it is marked with it), else this one (a tool's cap)."""
+        stop = next((f for f in findings if f.severity == STOP), None)
+        if stop is None:
+            return
+        with self._lock:
+            if self._stops.get(trace_id) is None:
+                self._stops.put(trace_id, stopped or stop)
+                self.waiting = True
+
+    def mark(self, span: ReadableSpan) -> ReadableSpan:
+        """The span itself, or, for the root of a trace with a stop, the marked copy."""
+        if span.parent is not None:
+            return span
+        with self._lock:
+            stop = self._stops.pop(span.context.trace_id)
+            self.waiting = len(self._stops) > 0
+        if stop is None or span.status.status_code is not StatusCode.UNSET:
+            return span  # a healthy trace, or the application's own ERROR or OK
+        return marked(span, stop)
+
+    def at_fork_reinit(self) -> None:
+        self._lock = threading.Lock()
+
+
+def marked(span: ReadableSpan, stop: Finding) -> ReadableSpan:
+    """A copy of the root with status ERROR, the stop's description and `loopguard.run.verdict`."""
+    attrs = dict(span.attributes or {})
+    attrs[VERDICT] = STOP_VERDICT
+    return copy_span(span, _bounded(attrs, span.dropped_attributes), None,
+                     Status(StatusCode.ERROR, description(stop)))
+
+
+def _bounded(attrs: dict[str, Any], dropped: int) -> Any:
+    from opentelemetry.attributes import BoundedAttributes
+
+    bounded = BoundedAttributes(maxlen=None, attributes=attrs, immutable=True)
+    bounded.dropped = dropped  # what the SDK dropped from the original still counts
+    return bounded
