@@ -18,6 +18,7 @@ from ..canon.keys import DigestKey
 from ..canon.shape import ids, noise_parts, shape_changed
 from ..canon.sketch import sketch, tokens
 from ..conventions.failures import failure
+from ..conventions.shell import is_noop
 from ..paths import get_path
 from ..policy import EquivalenceRule
 from .items import NO_ECHO, Echo, decompose
@@ -102,10 +103,11 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
         # Declared identity (a tenant) keeps actions apart: it salts every token, so two
         # tenants' alike requests get unrelated sketches.
         sk = sketch(words if not identity else {f"{identity}\x00{w}" for w in words}, keyed.token)
+    noop = args_value is not None and is_noop(args_value)
     if not finished:
-        return Equivalence(sketch=sk)
+        return Equivalence(sketch=sk, noop=noop)
     if result is None:  # no output recorded: an empty answer
-        return Equivalence(item_count=0, sketch=sk)
+        return Equivalence(item_count=0, sketch=sk, noop=noop)
     value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
     # A text answer is put in noise form once, for its shape and for its lines.
     head, tail = noise_parts(text) if form == "text" else ("", "")
@@ -116,7 +118,7 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     found = decompose(value, form, eq, echo, head if form == "text" and not eq.items_path else None)
     items, count, level = hashed_items(found.texts, keyed)
     return Equivalence(shape=shape, items=items, item_count=count, level=level, empty_list=found.empty_list,
-                       echoed=found.echoed, sketch=sk, failed=failed)
+                       echoed=found.echoed, sketch=sk, failed=failed, noop=noop)
 
 
 def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str,

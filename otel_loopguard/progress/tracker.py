@@ -13,6 +13,8 @@ shape (volatile fragments inside text masked) is nothing new; a result with item
 something new only with an item never seen before in the run, whatever the order or window;
 a result that only echoes its arguments brings nothing. A new action's bare acknowledgement
 (an empty success, an echo) is `neutral`: distinct side effects are not a lack of progress.
+A shell no-op that succeeded (`true`, `echo "done"`, `cd <dir> && true`: conventions/shell.py)
+is neither: it did nothing and brought nothing, a decision without progress.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class ProgressTracker:
         new_items = sum(1 for i in ev.item_ids if self._items.add((call.tool, i))) if ev.item_ids else 0
         if rule is None or not rule.declared:
             if not new_items and not ev.terminal:
+                if eq.noop and call.ok is not False and eq.failed is None:
+                    return _SEEN  # a no-op that did nothing: no work, nothing new (conventions/shell.py)
                 if neutral:
                     return _NEUTRAL_NOVEL if novel else _NEUTRAL_SEEN
                 return _NOVEL if novel else _SEEN  # most calls: shared, never mutated

@@ -282,6 +282,15 @@ def test_sketch_attributes_read_back_to_the_same_equivalence() -> None:
         assert from_attributes(to_attributes(eq)) == eq
 
 
+def test_a_shell_noop_travels_as_one_boolean() -> None:
+    eq = call({"command": "cd /srv && true"}, "").equivalence
+    attrs = to_attributes(eq)
+    assert eq.noop and attrs["loopguard.args.noop"] is True and from_attributes(attrs) == eq
+    assert "loopguard.args.noop" not in to_attributes(call({"command": "make"}, "").equivalence)
+    assert from_attributes({"loopguard.args.noop": "yes"}) is None  # only `true` is read
+    assert from_attributes({"loopguard.args.noop": True}).noop  # alone, from a span without a result
+
+
 def test_malformed_attributes_are_ignored() -> None:
     eq = from_attributes({"loopguard.result.item_count": 2, "loopguard.result.items": ["zz", 3, "0" * 16],
                           "loopguard.args.sketch": "nothex"})
