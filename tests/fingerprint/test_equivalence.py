@@ -291,6 +291,16 @@ def test_a_shell_noop_travels_as_one_boolean() -> None:
     assert from_attributes({"loopguard.args.noop": True}).noop  # alone, from a span without a result
 
 
+def test_a_long_text_result_travels_as_a_fixed_size_sketch() -> None:
+    long = "I'm declining: my charter is the merged request, the backlog is outside it. Nothing changed. " * 40
+    eq = call({"q": "a b"}, long).equivalence
+    attrs = to_attributes(eq)
+    assert len(attrs["loopguard.result.sketch"]) == 128 and from_attributes(attrs) == eq  # whatever the length
+    assert call({"q": "a b"}, long[:60]).equivalence.result_sketch is None  # too short to estimate from
+    assert call({"q": "a b"}, {"text": long}).equivalence.result_sketch is None  # text results only
+    assert from_attributes({"loopguard.result.sketch": "ab" * 32, "loopguard.result.item_count": 1}).result_sketch is None
+
+
 def test_malformed_attributes_are_ignored() -> None:
     eq = from_attributes({"loopguard.result.item_count": 2, "loopguard.result.items": ["zz", 3, "0" * 16],
                           "loopguard.args.sketch": "nothex"})
