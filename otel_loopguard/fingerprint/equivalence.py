@@ -28,6 +28,11 @@ ITEM_CAP = 32  # item hashes kept per result (and sent on the span): docs/equiva
 # items and shape alone: a few words are too few to estimate a similarity from).
 MIN_SKETCH_CHARS = 80
 MIN_SKETCH_TOKENS = 12
+# Only the head of a long answer is sketched, and at most this many of its distinct words: an
+# answer re-worded by its sender (a refusal, a summary) shows it there, and the cost of a long
+# read stays bounded (its items judge it).
+MAX_SKETCH_CHARS = 1024
+MAX_SKETCH_TOKENS = 64
 ITEM_BITS = 64
 MAX_ZEROS = 31  # sampling levels above are never needed (2^31 items)
 _TOP = 1 << (ITEM_BITS - 1)
@@ -135,8 +140,9 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
 
 
 def _result_sketch(noised: str, keyed: Keyed) -> Optional[bytes]:
-    """The sketch of a text result's words in noise form (durations, counts and ids masked)."""
-    words = tokens(noised)
+    """The sketch of a text result's words in noise form (durations, counts and ids masked),
+    from its head."""
+    words = tokens(noised[:MAX_SKETCH_CHARS], MAX_SKETCH_TOKENS)
     return sketch(words, keyed.result_token, RESULT_SLOTS) if len(words) >= MIN_SKETCH_TOKENS else None
 
 

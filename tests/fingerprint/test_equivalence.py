@@ -301,6 +301,14 @@ def test_a_long_text_result_travels_as_a_fixed_size_sketch() -> None:
     assert from_attributes({"loopguard.result.sketch": "ab" * 32, "loopguard.result.item_count": 1}).result_sketch is None
 
 
+def test_a_result_sketch_reads_a_bounded_head() -> None:
+    from otel_loopguard.fingerprint.equivalence import MAX_SKETCH_CHARS
+    head = " ".join(f"word{k}" for k in range(400))[:MAX_SKETCH_CHARS]
+    a = call({"q": "x"}, head + "\n" + "tail one " * 500).equivalence.result_sketch
+    b = call({"q": "x"}, head + "\n" + "another tail " * 500).equivalence.result_sketch
+    assert a is not None and a == b  # beyond the head, a long read is its items' to judge
+
+
 def test_malformed_attributes_are_ignored() -> None:
     eq = from_attributes({"loopguard.result.item_count": 2, "loopguard.result.items": ["zz", 3, "0" * 16],
                           "loopguard.args.sketch": "nothex"})
