@@ -118,8 +118,10 @@ class ProgressTracker:
         same request is nothing new, while another page of new ids is. With equivalence
         sketches (docs/equivalence.md), the shape form stands in for the masked one, and a
         result with items is new only with an item never seen in the run; a long text result
-        near one (at least `near` alike) that this action or a near-duplicate of it had brings
-        nothing new unless it brings more than one new item (a reworded opening line is one).
+        near (RESULT_NEAR) the answer a near-duplicate request had (another action of the tool,
+        arguments at least `near` alike) brings nothing new unless it brings more than one new
+        item (a reworded opening line is one). The same action's changed answer is judged on
+        its items alone: a poll whose one line of progress moved is news.
         `answered`: the action was called before in the run."""
         if eq.item_count is None and eq.shape is None:
             if call.exact is None:
@@ -143,8 +145,8 @@ class ProgressTracker:
         return fresh
 
     def _near_answer(self, call: ToolCall, eq: Equivalence, near: float) -> bool:
-        """Whether a recent call of this tool, with arguments at least `near` alike (this
-        action or a near-duplicate), had a result at least `near` alike; this one is kept."""
+        """Whether a recent call of this tool with other arguments at least `near` alike had a
+        result at least RESULT_NEAR alike; this call's sketches are kept for the next ones."""
         recent = self._answers.get(call.tool)
         if recent is None:
             recent = deque(maxlen=MAX_NEAR_ANSWERS)
