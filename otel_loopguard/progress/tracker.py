@@ -131,7 +131,8 @@ class ProgressTracker:
         fresh = self._results.add(call.exact or call.result)
         same_answer = not self._masked.add((call.action, eq.shape or call.result))
         new_item = self._new_content(call.tool, eq, answered)
-        near_answer = near is not None and eq.result_sketch is not None and self._near_answer(call, eq, near)
+        near_answer = (near is not None and eq.result_sketch is not None
+                       and self._near_answer(call, eq, near, eq.result_sketch))
         if same_answer:
             return False  # the same action gave this answer before, noise aside
         if near_answer and (new_item is None or new_item <= 1):
@@ -144,7 +145,7 @@ class ProgressTracker:
             return False  # nothing but its own arguments (and emptiness)
         return fresh
 
-    def _near_answer(self, call: ToolCall, eq: Equivalence, near: float) -> bool:
+    def _near_answer(self, call: ToolCall, eq: Equivalence, near: float, result: bytes) -> bool:
         """Whether a recent call of this tool with other arguments at least `near` alike had a
         result at least RESULT_NEAR alike; this call's sketches are kept for the next ones."""
         recent = self._answers.get(call.tool)
@@ -152,9 +153,9 @@ class ProgressTracker:
             recent = deque(maxlen=MAX_NEAR_ANSWERS)
             self._answers.put(call.tool, recent)
         args = eq.sketch
-        found = any(a != args and similarity(a, args) >= near and similarity(r, eq.result_sketch) >= RESULT_NEAR
+        found = any(a != args and similarity(a, args) >= near and similarity(r, result) >= RESULT_NEAR
                     for a, r in recent)
-        recent.append((args, eq.result_sketch))
+        recent.append((args, result))
         return found
 
     def _new_content(self, tool: str, eq: Equivalence, answered: bool) -> Optional[int]:
