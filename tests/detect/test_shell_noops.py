@@ -124,3 +124,22 @@ def test_a_noop_between_two_tries_does_not_break_the_repeat_count() -> None:
 def test_mutation_work_between_the_tries_breaks_the_repeat_count() -> None:
     h = run(probe_run("systemctl restart app"))
     assert [f for f in h.kind("repeat") if f.severity == "stop"] == []
+
+
+def cd_then_work(work: bool = True) -> list[tuple[Any, ...]]:
+    """A persistent shell: `cd` into a directory, then a silent command there, seven times."""
+    steps: list[tuple[Any, ...]] = []
+    for i, c in enumerate(("mkdir -p a", "touch a/x", "cp b c", "git add -A", "chmod +x r", "ln -s r s", "rm -f t")):
+        steps.append(sh(f"cd /srv/p{i}"))
+        if work:
+            steps.append(sh(c))
+    return steps
+
+
+def test_negative_control_a_cd_before_each_silent_command_is_quiet() -> None:
+    h = run(cd_then_work())
+    assert all(c.equivalence.noop for c in h.calls[::2]) and loud(h) == []
+
+
+def test_mutation_the_cds_alone_are_a_loop() -> None:
+    assert stop_at(run(cd_then_work(work=False))) == 6
