@@ -97,6 +97,9 @@ class Equivalence:
     echoed: int = 0  # parts of the result that only repeat the call's own arguments
     sketch: Optional[bytes] = None  # the arguments' similarity sketch: 16 slots of 2 bytes
     failed: Optional[str] = None  # the result field or convention that reports a failure
+    # A long text result's similarity sketch: RESULT_SLOTS slots of 2 bytes (canon/sketch.py).
+    result_sketch: Optional[bytes] = None
+    noop: bool = False  # the arguments are a shell command that changes and reads nothing (conventions/shell.py)
 
     @property
     def item_hashes(self) -> tuple[int, ...]:
@@ -124,7 +127,8 @@ def judged_equivalence(eq: Equivalence, shape: bool, items: bool, echo: bool) ->
     return Equivalence(shape=eq.shape if shape else None, items=eq.items if items else b"",
                        item_count=count if items else None, level=eq.level if items else 0,
                        empty_list=eq.empty_list if items else False, echoed=eq.echoed if echo else 0,
-                       sketch=eq.sketch, failed=eq.failed)
+                       sketch=eq.sketch, failed=eq.failed, noop=eq.noop if echo else False,
+                       result_sketch=eq.result_sketch)
 
 
 @dataclass(slots=True, kw_only=True)  # not frozen: a frozen one costs more to build (docs/performance.md, "Records")

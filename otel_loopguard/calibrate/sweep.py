@@ -31,7 +31,7 @@ _SECTIONS = {
     # they say (fingerprint/equivalence.py), so one fingerprint pass serves them too.
     "equivalence": ("similarity", "shape", "items", "echo"),
 }
-_TOOL_KEYS = ("max_calls", "exempt_repeat")
+_TOOL_KEYS = ("max_calls", "exempt_repeat", "loose_cycle")
 _TOOL_SECTIONS = {"repeat": _SECTIONS["repeat"], "poll": ("max_polls", "deadline_seconds"),
                   "equivalence": _SECTIONS["equivalence"]}
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
@@ -84,7 +84,7 @@ def _path(key: str) -> tuple[str, ...]:
     raise PolicyError(
         f"--sweep {key}: not a key calibrate can sweep. It sweeps what judges calls, so that one "
         "fingerprint pass serves every candidate: " + ", ".join(f"{s}.{{{','.join(k)}}}" for s, k in _SECTIONS.items())
-        + ", tools.<tool>.{max_calls,exempt_repeat}, tools.<tool>.repeat.<key>, tools.<tool>.poll.{max_polls,"
+        + ", tools.<tool>.{max_calls,exempt_repeat,loose_cycle}, tools.<tool>.repeat.<key>, tools.<tool>.poll.{max_polls,"
         "deadline_seconds}, tools.<tool>.equivalence.{similarity,shape,items,echo}. Keys that change fingerprints "
         "(ignore_fields, progress, volatile fields, equivalence.failure_fields, item_fields, exempt): audit with "
         "each policy file instead"

@@ -67,9 +67,11 @@ _WORD_LED = (
 # A number written under a key that names a clock reading, inside text or canonical JSON
 # (`"uptime_ms":428829`, `elapsed=1.2`, `duration: 4m`): how long something ran or when is no
 # answer, as items.py already says of such a key in an object. The key and separator stay.
-_CLOCK_WORDS = ("elapsed", "duration", "took", "latency", "runtime", "uptime", "time_taken", "timetaken", "timestamp")
+# So is a count of the tokens the call consumed (`subagent_tokens: 89,965`): what it cost.
+_CLOCK_WORDS = ("elapsed", "duration", "took", "latency", "runtime", "uptime", "time_taken", "timetaken", "timestamp",
+                "tokens")
 _CLOCK_VALUE = re.compile(
-    r"(?i)((?<![A-Za-z0-9])[A-Za-z_]*?(?:elapsed|duration|took|latency|runtime|uptime|time_?taken|timestamp)"
+    r"(?i)((?<![A-Za-z0-9])[A-Za-z_]*?(?:elapsed|duration|took|latency|runtime|uptime|time_?taken|timestamp|tokens)"
     r"(?:_?(?:ms|us|ns|s|sec|secs|seconds|millis))?\"?[ \t]*[:=][ \t]*)-?[0-9][0-9_]*(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?")
 _CLOCK_MASK = r"\g<1>" + FRAGMENT
 # UUIDs, and twelve or more hex digits with at least one digit and one letter: a request id,

@@ -38,3 +38,5 @@ RESULT_ECHOED = "loopguard.result.echoed"  # int: parts of the result that repea
 RESULT_EMPTY_LIST = "loopguard.result.empty_list"  # true: the result holds an empty list (found nothing)
 RESULT_FAILURE = "loopguard.result.failure"  # the result key (or `text`) that reports a failure
 ARGS_SKETCH = "loopguard.args.sketch"  # 64 hex: the arguments' keyed similarity sketch
+RESULT_SKETCH = "loopguard.result.sketch"  # 128 hex: a long text result's keyed similarity sketch
+ARGS_NOOP = "loopguard.args.noop"  # true: the arguments are a shell command that does nothing (conventions/shell.py)

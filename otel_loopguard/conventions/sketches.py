@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..calls import Equivalence
-from ..canon.sketch import from_hex, to_hex
+from ..canon.sketch import RESULT_SLOTS, from_hex, to_hex
 from . import attributes as conv
 
 MAX_WIRE_ITEMS = 32  # = fingerprint/equivalence.py ITEM_CAP: more on a span are ignored
@@ -18,7 +18,8 @@ MAX_WIRE_ITEMS = 32  # = fingerprint/equivalence.py ITEM_CAP: more on a span are
 
 # Every attribute an Equivalence travels in (the receiver's decode reads these and no others).
 SKETCH_KEYS = (conv.RESULT_SHAPE_DIGEST, conv.RESULT_ITEMS, conv.RESULT_ITEM_COUNT, conv.RESULT_ITEMS_LEVEL,
-               conv.RESULT_ECHOED, conv.RESULT_EMPTY_LIST, conv.RESULT_FAILURE, conv.ARGS_SKETCH)
+               conv.RESULT_ECHOED, conv.RESULT_EMPTY_LIST, conv.RESULT_FAILURE, conv.ARGS_SKETCH, conv.ARGS_NOOP,
+               conv.RESULT_SKETCH)
 
 
 def to_attributes(eq: Equivalence) -> dict[str, Any]:
@@ -41,6 +42,10 @@ def to_attributes(eq: Equivalence) -> dict[str, Any]:
         out[conv.RESULT_FAILURE] = eq.failed
     if eq.sketch is not None:
         out[conv.ARGS_SKETCH] = to_hex(eq.sketch)
+    if eq.noop:
+        out[conv.ARGS_NOOP] = True
+    if eq.result_sketch is not None:
+        out[conv.RESULT_SKETCH] = to_hex(eq.result_sketch)
     return out
 
 
@@ -51,7 +56,9 @@ def from_attributes(attrs: Mapping[str, Any]) -> Optional[Equivalence]:
     sketch = from_hex(attrs.get(conv.ARGS_SKETCH))
     shape = attrs.get(conv.RESULT_SHAPE_DIGEST)
     failed = attrs.get(conv.RESULT_FAILURE)
-    if count is None and sketch is None and shape is None and failed is None:
+    noop = attrs.get(conv.ARGS_NOOP) is True
+    result_sketch = from_hex(attrs.get(conv.RESULT_SKETCH), RESULT_SLOTS)
+    if count is None and sketch is None and shape is None and failed is None and not noop and result_sketch is None:
         return None
     return Equivalence(
         shape=shape if isinstance(shape, str) else None,
@@ -62,6 +69,8 @@ def from_attributes(attrs: Mapping[str, Any]) -> Optional[Equivalence]:
         echoed=_int(attrs.get(conv.RESULT_ECHOED)) or 0,
         sketch=sketch,
         failed=failed if isinstance(failed, str) else None,
+        noop=noop,
+        result_sketch=result_sketch,
     )
 
 

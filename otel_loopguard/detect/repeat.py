@@ -10,8 +10,9 @@ Equivalence (consecutive mode, docs/equivalence.md): a call that brings nothing 
 whose arguments' sketch is at least `equivalence.similarity` alike to an action of the
 previous decision (same tool) continues that action's count: a reworded query, a sub-agent
 asked again with a new preamble. A decision whose calls were all rituals (a new action whose
-answer only echoes its own arguments, `echo "trying again"`) neither continues nor breaks a
-count: a no-op between two tries of the looping call does not hide it. A new side effect
+answer only echoes its own arguments, `echo "trying again"`, or a shell no-op, `true`,
+`cd <dir>`: conventions/shell.py) neither continues nor breaks a count: a no-op between two
+tries of the looping call does not hide it. A new side effect
 answered "ok" does break it (an edit between two runs of a check is work).
 """
 
@@ -64,14 +65,19 @@ class RepeatDetector:
             self._current = {}
             self._decision = step.decision
             self._rituals_only = True
-        if not (step.judgement.neutral and seen_equivalence(step.call, self._policy, step.rule).echoed):
-            self._rituals_only = False  # not a ritual: a new action answering only its own words
+        if self._rituals_only and not self._ritual(step):
+            self._rituals_only = False
         if step.rule.exempt_repeat:
             return []
         rule = step.rule.repeat or self._policy.repeat  # = policy.repeat_for(tool): step.rule is the tool's
         if rule.mode == "window":
             return self._windowed(step, rule)
         return self._consecutive(step, rule)
+
+    def _ritual(self, step: Step) -> bool:
+        """A new action answering only its own words, or a shell no-op that succeeded."""
+        eq = seen_equivalence(step.call, self._policy, step.rule)
+        return (step.judgement.neutral and eq.echoed > 0) or (eq.noop and step.call.ok is not False)
 
     def preview(self, step: Step) -> Optional[tuple[str, str]]:
         """Before dispatch: the identical call this one would be, counting only calls that

@@ -12,7 +12,8 @@ the in-a-row and block rules keep their early, easy-to-explain findings.
 Not reported: calls in a row (`repeat`'s) and a strict alternation with one other call giving
 one answer (`cycle`'s). Not counted: a call that brought something new (it starts the count again), an answer with
 no content (a `sleep` between polls is a cadence), and a count across a new side effect
-answered "ok" (work that may have changed what the next try sees). O(1) per call; at most
+answered "ok" (work that may have changed what the next try sees). Off for a tool whose
+policy says `loose_cycle: false`, as for one exempt from `repeat`. O(1) per call; at most
 MAX_ACTIONS actions tracked.
 """
 
@@ -78,7 +79,7 @@ class SpreadDetector:
                 self._last_work = step.decision  # work, not a ritual that echoes its own words
             return []
         rule = step.rule.repeat or self._policy.repeat
-        if step.rule.exempt_repeat or not rule.progress_resets or rule.mode == "window":
+        if step.rule.exempt_repeat or not step.rule.loose_cycle or not rule.progress_resets or rule.mode == "window":
             return []
         if seen_equivalence(call, self._policy, step.rule).ack:
             return []  # no content: a wait or an "ok" between polls is a cadence

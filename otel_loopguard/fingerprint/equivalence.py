@@ -16,13 +16,23 @@ from ..canon.canonical import parse
 from ..canon.fast import parse_and_serialise
 from ..canon.keys import DigestKey
 from ..canon.shape import ids, noise_parts, shape_changed
-from ..canon.sketch import sketch, tokens
+from ..canon.sketch import RESULT_SLOTS, sketch, tokens
 from ..conventions.failures import failure
+from ..conventions.shell import is_noop
 from ..paths import get_path
 from ..policy import EquivalenceRule
 from .items import NO_ECHO, Echo, decompose
 
 ITEM_CAP = 32  # item hashes kept per result (and sent on the span): docs/equivalence.md
+# A text result this long or longer gets a similarity sketch (a shorter one is judged on its
+# items and shape alone: a few words are too few to estimate a similarity from).
+MIN_SKETCH_CHARS = 80
+MIN_SKETCH_TOKENS = 12
+# Only the head of a long answer is sketched, and at most this many of its distinct words: an
+# answer re-worded by its sender (a refusal, a summary) shows it there, and the cost of a long
+# read stays bounded (its items judge it).
+MAX_SKETCH_CHARS = 1024
+MAX_SKETCH_TOKENS = 64
 ITEM_BITS = 64
 MAX_ZEROS = 31  # sampling levels above are never needed (2^31 items)
 _TOP = 1 << (ITEM_BITS - 1)
@@ -36,11 +46,12 @@ def derived_key(key: DigestKey, label: str) -> bytes:
 class Keyed:
     """Keyed 64-bit hashes for items and sketch tokens (BLAKE2b in keyed mode)."""
 
-    __slots__ = ("_items", "_tokens")
+    __slots__ = ("_items", "_tokens", "_results")
 
     def __init__(self, key: DigestKey):
         self._items = hashlib.blake2b(key=derived_key(key, "item"), digest_size=8)
         self._tokens = hashlib.blake2b(key=derived_key(key, "sketch"), digest_size=8)
+        self._results = hashlib.blake2b(key=derived_key(key, "result-sketch"), digest_size=8)
 
     def item(self, data: bytes, zeros: int) -> int:
         """The item's keyed 64-bit hash with exactly `zeros` leading zero bits (its sampling
@@ -51,6 +62,13 @@ class Keyed:
 
     def token(self, text: str) -> int:
         h = self._tokens.copy()
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return int.from_bytes(h.digest(), "big")
+
+    def result_token(self, text: str) -> int:
+        """A result's tokens under a key of their own: a result sketch is never comparable
+        with an argument sketch."""
+        h = self._results.copy()
         h.update(text.encode("utf-8", "surrogatepass"))
         return int.from_bytes(h.digest(), "big")
 
@@ -102,10 +120,11 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
         # Declared identity (a tenant) keeps actions apart: it salts every token, so two
         # tenants' alike requests get unrelated sketches.
         sk = sketch(words if not identity else {f"{identity}\x00{w}" for w in words}, keyed.token)
+    noop = args_value is not None and is_noop(args_value)
     if not finished:
-        return Equivalence(sketch=sk)
+        return Equivalence(sketch=sk, noop=noop)
     if result is None:  # no output recorded: an empty answer
-        return Equivalence(item_count=0, sketch=sk)
+        return Equivalence(item_count=0, sketch=sk, noop=noop)
     value, form, text, _ = parse_and_serialise(result, fp.volatile(rule), policy.max_bytes, policy.max_depth)
     # A text answer is put in noise form once, for its shape and for its lines.
     head, tail = noise_parts(text) if form == "text" else ("", "")
@@ -115,8 +134,16 @@ def of_call(fp: Any, rule: Any, eq: EquivalenceRule, arguments: Any, args_value:
     echo = Echo(args_value) if args_value is not None else NO_ECHO
     found = decompose(value, form, eq, echo, head if form == "text" and not eq.items_path else None)
     items, count, level = hashed_items(found.texts, keyed)
+    rsk = _result_sketch(noised, keyed) if noised is not None and len(text) >= MIN_SKETCH_CHARS else None
     return Equivalence(shape=shape, items=items, item_count=count, level=level, empty_list=found.empty_list,
-                       echoed=found.echoed, sketch=sk, failed=failed)
+                       echoed=found.echoed, sketch=sk, failed=failed, noop=noop, result_sketch=rsk)
+
+
+def _result_sketch(noised: str, keyed: Keyed) -> Optional[bytes]:
+    """The sketch of a text result's words in noise form (durations, counts and ids masked),
+    from its head."""
+    words = tokens(noised[:MAX_SKETCH_CHARS], MAX_SKETCH_TOKENS)
+    return sketch(words, keyed.result_token, RESULT_SLOTS) if len(words) >= MIN_SKETCH_TOKENS else None
 
 
 def _shape_digest(fp: Any, rule: Any, eq: EquivalenceRule, form: str, text: str,

@@ -221,6 +221,7 @@ def _streak(data: Any, path: str, base: StreakRule, schema: Mapping[str, Check] 
 def _tool(data: Any, path: str, base_repeat: RepeatRule, base_eq: EquivalenceRule) -> ToolRule:
     schema: dict[str, Check] = {
         "exempt_repeat": _bool,
+        "loose_cycle": _bool,
         "repeat": lambda v, p: _repeat(v, p, base_repeat),
         "progress": lambda v, p: ProgressRule(**_fields(v, p, _PROGRESS)),
         "ignore_fields": _strs,

@@ -132,6 +132,10 @@ EXACT_ONLY = EquivalenceRule(shape=False, items=False, echo=False, similarity=No
 @dataclass(frozen=True)
 class ToolRule:
     exempt_repeat: bool = False
+    # The same action giving the same answer at least every other decision is a loose `cycle`
+    # (detect/spread.py); false: for this tool only calls in a row (`repeat`) and whole
+    # repeated blocks (`cycle`) count.
+    loose_cycle: bool = True
     repeat: Optional[RepeatRule] = None
     progress: Optional[ProgressRule] = None
     ignore_fields: tuple[str, ...] = ()

@@ -67,7 +67,7 @@ def test_candidates_keep_the_rest_of_the_policy_file() -> None:
 EVERY_KEY = ["repeat.stop_at=2", "repeat.warn_at=1", "repeat.window=30", "repeat.mode=window",
              "repeat.progress_resets=false", "cycle.max_period=6", "cycle.compare=actions", "error_streak.same_tool=true",
              "no_progress.stop_at=2", "budget.max_tool_calls=2", "budget.warn_ratio=0.5",
-             "tools.lookup_order.max_calls=1", "tools.lookup_order.exempt_repeat=true",
+             "tools.lookup_order.max_calls=1", "tools.lookup_order.exempt_repeat=true", "tools.lookup_order.loose_cycle=false",
              "tools.lookup_order.repeat.stop_at=2", "tools.get_export_status.poll.max_polls=2",
              "tools.search_cases.poll.deadline_seconds=1",
              "equivalence.similarity=0.8", "equivalence.similarity=null", "equivalence.shape=false",

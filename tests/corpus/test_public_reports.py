@@ -56,15 +56,7 @@ def test_manifest_is_complete() -> None:
 
 # Loops the product does not stop by their label yet, and why (one line each, re-checked
 # against today's product; tests/corpus/public/README.md has the full diagnosis).
-KNOWN_MISSES = {
-    "023-shaft-subagent-reasked-reworded": "each refusal opens with a different sentence ('Third time asking.', 'Same "
-                                           "request again.'), so the answer is new each time; needs a similarity "
-                                           "sketch of the result as well as of the arguments",
-    "025-codex-echo-and-true": "`true` and `echo ...` are different actions, each a new action's acknowledgement "
-                               "(neutral, as distinct side effects answering 'ok' must be, case 043); only the "
-                               "`cd ... && true` repeats count: repeat warns, nothing stops by 7. Needs the shell "
-                               "convention to know a no-op command (true, :, echo without a redirect)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 HOLDOUT = PUBLIC / "holdout"
 HOLDOUT_MANIFEST = score.load_manifest(HOLDOUT / "manifest.json")
 # Holdout loops missed today (none: see the README's holdout section for the figures before).

@@ -238,19 +238,30 @@ def ritual_loop(n: int, echo: bool = True) -> list[tuple[Any, ...]]:
 
 def test_a_loop_with_an_echo_ritual_between_its_tries_is_stopped() -> None:
     h = run(ritual_loop(8))
-    assert all(j.neutral for c, j in zip(h.calls, h.judgements) if "echo" in str(c.tool) or c.seq % 2 == 0)
-    assert stop_at(h) is not None and stop_at(h) <= 9  # the 5th try: the echoes neither reset nor count
+    echoes = [(c, j) for c, j in zip(h.calls, h.judgements) if c.seq % 2 == 0]
+    # A shell no-op (conventions/shell.py): nothing new, and no work.
+    assert echoes and all(c.equivalence.noop and not j.neutral and not j.new_information for c, j in echoes)
+    assert stop_at(h) is not None and stop_at(h) <= 9  # the 5th try: the echoes do not reset it
 
 
 def test_ritual_mutations() -> None:
     assert stop_at(run(ritual_loop(8, echo=False))) == 5
-    assert stop_at(run(ritual_loop(4))) is None
+    # Four tries: no repeat stop. The echoes are shell no-ops (conventions/shell.py), decisions
+    # that bring nothing new, so 7 such decisions after the first try are no_progress's stop.
+    short = run(ritual_loop(4))
+    assert [f for f in short.kind("repeat") if f.severity == "stop"] == []
+    assert stop_at(short) == 7 and short.kind("no_progress")[-1].severity == "stop"
 
 
 def test_an_echo_is_nothing_new_but_a_new_line_is() -> None:
-    h = run([("sh", {"command": "echo building"}, "building"), ("sh", {"command": "echo building"}, "building")])
-    assert h.calls[0].equivalence.echoed == 1 and h.calls[0].equivalence.ack
+    # Not a shell command: a new action's echo is an acknowledgement (neutral).
+    h = run([("say", {"text": "building"}, "building"), ("say", {"text": "building"}, "building")])
+    assert h.calls[0].equivalence.echoed == 1 and h.calls[0].equivalence.ack and not h.calls[0].equivalence.noop
     assert [j.neutral for j in h.judgements] == [True, False]
+    # A shell `echo` is a no-op: nothing new, and no acknowledgement of work either.
+    h = run([("sh", {"command": "echo building"}, "building"), ("sh", {"command": "echo building"}, "building")])
+    assert h.calls[0].equivalence.echoed == 1 and h.calls[0].equivalence.noop
+    assert [(j.neutral, j.new_information) for j in h.judgements] == [(False, False), (False, False)]
 
 
 def test_negative_control_distinct_side_effect_commands_with_empty_success_are_quiet() -> None:

@@ -21,8 +21,8 @@ POLICY = {"budget": NO_BUDGETS}
 LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
 
 
-def run(steps: list[tuple[Any, ...]]) -> Harness:
-    h = Harness(POLICY)
+def run(steps: list[tuple[Any, ...]], pol: Optional[dict[str, Any]] = None) -> Harness:
+    h = Harness(pol or POLICY)
     h.feed(steps)
     return h
 
@@ -212,3 +212,11 @@ def test_a_strict_alternation_is_left_to_cycle() -> None:
     h = run([a, b] * 6)
     cycles = [f for f in h.findings if f.kind == "cycle" and f.severity == "stop"]
     assert len(cycles) == 1 and "gave the same answer" not in cycles[0].reason
+
+
+def test_the_loose_cycle_switch_turns_the_rule_off_for_one_tool_only() -> None:
+    off = {"budget": NO_BUDGETS, "tools": {"bash": {"loose_cycle": False}}}
+    assert not [f for f in run(interleaved(7), off).findings if f.kind == "cycle"]
+    other = {"budget": NO_BUDGETS, "tools": {"read_file": {"loose_cycle": False}}}
+    assert stop_at(run(interleaved(7), other)) == 9  # the switch of another tool changes nothing
+    assert stop_at(run(interleaved(7), {"budget": NO_BUDGETS, "tools": {"bash": {"loose_cycle": True}}})) == 9

@@ -282,6 +282,33 @@ def test_sketch_attributes_read_back_to_the_same_equivalence() -> None:
         assert from_attributes(to_attributes(eq)) == eq
 
 
+def test_a_shell_noop_travels_as_one_boolean() -> None:
+    eq = call({"command": "cd /srv && true"}, "").equivalence
+    attrs = to_attributes(eq)
+    assert eq.noop and attrs["loopguard.args.noop"] is True and from_attributes(attrs) == eq
+    assert "loopguard.args.noop" not in to_attributes(call({"command": "make"}, "").equivalence)
+    assert from_attributes({"loopguard.args.noop": "yes"}) is None  # only `true` is read
+    assert from_attributes({"loopguard.args.noop": True}).noop  # alone, from a span without a result
+
+
+def test_a_long_text_result_travels_as_a_fixed_size_sketch() -> None:
+    long = "I'm declining: my charter is the merged request, the backlog is outside it. Nothing changed. " * 40
+    eq = call({"q": "a b"}, long).equivalence
+    attrs = to_attributes(eq)
+    assert len(attrs["loopguard.result.sketch"]) == 128 and from_attributes(attrs) == eq  # whatever the length
+    assert call({"q": "a b"}, long[:60]).equivalence.result_sketch is None  # too short to estimate from
+    assert call({"q": "a b"}, {"text": long}).equivalence.result_sketch is None  # text results only
+    assert from_attributes({"loopguard.result.sketch": "ab" * 32, "loopguard.result.item_count": 1}).result_sketch is None
+
+
+def test_a_result_sketch_reads_a_bounded_head() -> None:
+    from otel_loopguard.fingerprint.equivalence import MAX_SKETCH_CHARS
+    head = " ".join(f"word{k}" for k in range(400))[:MAX_SKETCH_CHARS]
+    a = call({"q": "x"}, head + "\n" + "tail one " * 500).equivalence.result_sketch
+    b = call({"q": "x"}, head + "\n" + "another tail " * 500).equivalence.result_sketch
+    assert a is not None and a == b  # beyond the head, a long read is its items' to judge
+
+
 def test_malformed_attributes_are_ignored() -> None:
     eq = from_attributes({"loopguard.result.item_count": 2, "loopguard.result.items": ["zz", 3, "0" * 16],
                           "loopguard.args.sketch": "nothex"})

@@ -38,14 +38,18 @@ def call(args: Any, result: Any, tool: str = "t") -> ToolCall:
     ("elapsed=1.25 rows=3", "elapsed=\x00 rows=3"),
     ("Took: 35", "Took: \x00"),
     ("latency_ms: 89,965 ok", "latency_ms: \x00 ok"),
-    ("(tokens: 9 · duration: 4m 8s)", "(tokens: 9 · duration: \x00m \x00)"),
+    # What the call consumed is no answer either (the tokens it used: issue 26, corpus case 023).
+    ("(tokens: 9 · duration: 4m 8s)", "(tokens: \x00 · duration: \x00m \x00)"),
+    ("subagent_tokens: 89,965 · tool_uses: 25", "subagent_tokens: \x00 · tool_uses: 25"),
+    ('{"input_tokens":812,"output_tokens":40}', '{"input_tokens":\x00,"output_tokens":\x00}'),
 ])
 def test_a_number_under_a_clock_key_is_masked_inside_text(text: str, masked: str) -> None:
     assert noise(text) == masked.replace("\x00", FRAGMENT)
 
 
 @pytest.mark.parametrize("kept", ["timeout=30", "rows: 3", "uptime check passed", "duration of the lease is fixed",
-                                  '{"count":12,"limit":50}', "max_duration_ms", "took_over=1"])
+                                  '{"count":12,"limit":50}', "max_duration_ms", "took_over=1",
+                                  "3 tokens left", "tokenset: 4"])
 def test_negative_control_numbers_under_other_keys_and_clock_words_without_a_number_stay(kept: str) -> None:
     assert noise(kept) == kept, kept
 

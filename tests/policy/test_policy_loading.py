@@ -152,6 +152,12 @@ def test_idempotency_key_implies_side_effect() -> None:
     assert q.rule("refund").side_effect is True
 
 
+def test_the_loose_cycle_switch_is_per_tool_and_on_by_default() -> None:
+    p = policy_from_mapping({"tools": {"bash": {"loose_cycle": False}, "read": {"max_calls": 3}}})
+    assert p.rule("bash").loose_cycle is False and p.rule("read").loose_cycle is True
+    assert p.rule("other").loose_cycle is True and Policy().rule("bash").loose_cycle is True
+
+
 def test_full_tool_rule_is_read() -> None:
     p = policy_from_mapping(
         {
@@ -246,6 +252,7 @@ def test_policy_errors_are_loopguard_errors() -> None:
         ({"tools": {"search": {"ignore_fields": [""]}}}, "tools.search.ignore_fields[0]"),
         ({"tools": {"search": {"side_effect": "yes"}}}, "tools.search.side_effect"),
         ({"tools": {"search": {"exempt_repeat": 1}}}, "tools.search.exempt_repeat"),
+        ({"tools": {"search": {"loose_cycle": "off"}}}, "tools.search.loose_cycle"),
         ({"tools": {"search": {"defaults": [1]}}}, "tools.search.defaults"),
         ({"tools": {"search": {"max_calls": 0}}}, "tools.search.max_calls"),
         ({"tools": {"search": {"repeat": {"warn_at": -1}}}}, "tools.search.repeat.warn_at"),

@@ -57,9 +57,15 @@ def test_with_redaction_nothing_reversible_leaves_the_app(stacks: Callable[..., 
         _tool(stack, "run_shell", {"cmd": "make build SECRET-ARG"}, {"exit_code": 2, "stdout": LOG.format(
             s=n, ms=7 * n, pid=4700 + n, n=n, t=100 + n)})
     _tool(stack, "web_search", {"query": "SECRET query words here"}, HITS)
+    # A long text answer gets a result sketch; a shell no-op a flag: neither says what was said.
+    _tool(stack, "researcher", {"input": "SECRET task"}, "Second time asking. SECRET-REFUSAL: my charter is "
+          "the merged pull request, and the backlog is outside it; nothing was changed here.")
+    _tool(stack, "run_shell", {"cmd": "echo 'SECRET-ECHO done'"}, "SECRET-ECHO done")
     exported = all_text(stack.spans())
     assert conv.RESULT_ITEMS in exported and conv.ARGS_SKETCH in exported
-    for needle in ("SECRET", "db-primary", "connection refused", "docs.example.org", "make build", "/tmp/"):
+    assert conv.RESULT_SKETCH in exported and conv.ARGS_NOOP in exported
+    for needle in ("SECRET", "db-primary", "connection refused", "docs.example.org", "make build", "/tmp/",
+                   "charter", "backlog", "asking", "echo '"):
         assert needle not in exported, needle
 
 
