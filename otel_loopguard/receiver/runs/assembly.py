@@ -212,7 +212,7 @@ class RunAssembler:
                 self.buffered_calls += buffer.buffered - before
                 out += self._emit(buffer, found)
                 if self._is_complete(buffer, now):
-                    out += self._complete(run_id)
+                    out += self._complete(run_id, timed_out=True)
             except Exception:
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not advance run %s", run_id)
@@ -363,11 +363,12 @@ class RunAssembler:
             return True
         return now - buffer.last_activity >= self._config.idle_timeout_seconds
 
-    def _complete(self, run_id: str) -> list[Span]:
+    def _complete(self, run_id: str, timed_out: bool = False) -> list[Span]:
+        """`timed_out`: by the run's own clock (its root's grace, or idleness), not at a flush or shed."""
         buffer = self.runs.pop(run_id)
         if self.on_complete is not None:
             self.on_complete(run_id)
-        lost = self._parents_lost(buffer)
+        lost = self._parents_lost(buffer) if timed_out else []
         self._stop_waiting(buffer)
         self.buffered_calls -= buffer.buffered
         self.open_calls -= buffer.tool_calls_seen
