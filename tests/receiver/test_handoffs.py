@@ -359,7 +359,7 @@ def _mixed_run_outcome(sink: Sink, with_target: bool) -> Any:
                                         **({"gen_ai.handoff.to_agent": "BillingAgent"} if with_target else {})})
         channel, stub = export_stub(receiver.port)
         with channel:
-            stub.Export(request_of([handoff] + [run.call(seq) for seq in range(1, 6)]), timeout=10)
+            stub.Export(request_of([handoff] + [run.call(seq) for seq in range(1, 6)] + [run.root()]), timeout=10)
         summary = wait_for(lambda: sink.runs(), what="the summary")[0]
         assert [f for f in findings_of(sink, kind="repeat") if attr(f, "loopguard.finding.severity") == "stop"]
         assert bool(findings_of(sink, kind="integrity_conflict")) == with_target

@@ -146,6 +146,20 @@ def when_lost(backend: CountingBackend, result: dict[str, Any], t0: float, timin
             "lost_from_to_s": [lost[0], lost[-1]] if lost else []}
 
 
+def unjudged_seen(backend: CountingBackend, result: dict[str, Any]) -> dict[str, int]:
+    """Of the runs without a summary (`unjudged`), how many the receiver saw anything of (a span
+    stored), and how many more than one span of (the root alone carries nothing to judge: a run
+    whose model and tool spans all dropped in the app's queue). A receiver leaves a run it saw calls
+    of without a summary only if the last count is above 0."""
+    got = backend.app_counts()
+    _, _, summaries = backend.snapshot()
+    judged = set(S.by_run(summaries))
+    runs = (set(result["loops"]) | set(result["healthy"])) - judged
+    stored = {run: sum((run, span) in got for span in result["spans"].get(run, ())) for run in runs}
+    return {"unjudged_seen": sum(n > 0 for n in stored.values()),
+            "unjudged_seen_beyond_root": sum(n > 1 for n in stored.values())}
+
+
 def start_load_app(port: int, workdir: Path, *, rate: float, seconds: float, calls: int = 9,
                    interval: float = 0.3, app_env: Optional[dict[str, str]] = None) -> S.App:
     out, log = workdir / "app.json", workdir / "app.log"
@@ -237,6 +251,7 @@ def run(workdir: Path, how: str, *, rate: float = 100, seconds: float = 20, at: 
         exports = result.get("exports") or []
         row["slowest_export_s"] = max((took for _, took, _ in exports), default=0.0)
         row.update(when_lost(backend, result, t0, timings))
+        row.update(unjudged_seen(backend, result))
         row["timeline"] = timeline(t0, clock, result)
         return row
     finally:

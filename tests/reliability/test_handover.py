@@ -45,8 +45,12 @@ def test_a_handover_under_load_loses_nothing_and_judges_the_runs_open_across_it(
 
 def test_sigkill_and_an_immediate_restart_lose_no_span(tmp_path: Path) -> None:
     row = H.run(tmp_path, "kill-start", **LOAD)
-    assert row["lost"] == 0 and row["duplicated"] == 0, row
-    assert row["loops_missed"] == 0, row
+    logs = "\n".join(p.read_text(errors="replace") for p in sorted(tmp_path.glob("receiver-*.err")))
+    # At least once downstream: only a request sent again by the next process (the downstream may
+    # have taken it just before the kill, test_crash_windows.py) can arrive twice, never more.
+    resent = sum(int(n) for n in re.findall(r"queue: \d+ accepted requests \((\d+) spans\) not yet delivered", logs))
+    assert row["lost"] == 0 and row["duplicated"] <= resent, row
+    assert row["loops_missed"] == 0 and row["unjudged"] == 0, row
 
 
 def test_control_stop_then_start_leaves_the_port_closed(tmp_path: Path) -> None:

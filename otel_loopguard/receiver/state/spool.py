@@ -100,8 +100,11 @@ class Spool:
             self._delete(number)
         undelivered = [r for r in kept if not r.delivered]
         if undelivered:
-            _log.info("state dir %s: %d accepted requests (%d spans) not yet delivered are queued again", self._dir,
-                      len(undelivered), sum(r.spans for r in undelivered))
+            # At least once: one the downstream took just before a crash, its answer not yet
+            # recorded, is sent again (a downstream cannot be asked what it holds).
+            _log.info("state dir %s: %d accepted requests (%d spans) not yet delivered are queued again; any the "
+                      "downstream took just before the previous process stopped, its answer not yet recorded, may "
+                      "reach it a second time", self._dir, len(undelivered), sum(r.spans for r in undelivered))
         return kept
 
     def _recover_segment(self, number: int) -> list[Recovered]:
