@@ -95,14 +95,17 @@ RUN_STREAKS = frozenset({"cycle", "error_streak", "no_progress"})
 
 
 class _Queued:
-    """A recorded call waiting to be observed: the worker fills in `call`."""
+    """A recorded call waiting to be observed: whoever holds `claim` fills in `call`."""
 
-    __slots__ = ("raw", "enforced", "call")
+    __slots__ = ("raw", "enforced", "call", "claim")
 
     def __init__(self, raw: RawCall, enforced: bool):
         self.raw = raw
         self.enforced = enforced
         self.call: Optional[ToolCall] = None
+        # Held while the call is fingerprinted, by the worker or by a check that could not
+        # wait for it: the call is fingerprinted once, never by both.
+        self.claim = threading.Lock()
 
 
 class _RunState:
@@ -142,8 +145,8 @@ class Guard:
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
         # Weakly: a forgotten guard must not live on in its worker (nor its policy file's watch).
-        work = weakref.WeakMethod(self._fingerprint_queued)
-        self._worker = GuardWorker(lambda job: _run_job(work, job), queue_cap) if background else None
+        me = weakref.ref(self)
+        self._worker = GuardWorker(lambda job: _run_job(me, job), queue_cap) if background else None
         if hasattr(os, "register_at_fork"):
             # The worker may have held the lock at the fork: the child's is a new one.
             relock = weakref.WeakMethod(self._at_fork_reinit)
@@ -264,8 +267,12 @@ class Guard:
         """The worker's job: the call's digests and equivalence outside the lock (pure), then
         the run's calls observed in order, as far as they are fingerprinted."""
         state, job = item
-        if job.call is None:
-            job.call = fingerprint_call(job.raw, state.fp)
+        if job.claim.acquire(blocking=False):  # else a check is doing it
+            try:
+                if job.call is None:
+                    job.call = fingerprint_call(job.raw, state.fp)
+            finally:
+                job.claim.release()
         with self._lock:
             _settle(state, compute=False)
 
@@ -297,10 +304,10 @@ class Guard:
         return self._runs.get_or_create(run_id, lambda: _RunState(self._source.for_new_run(), run_id))
 
 
-def _run_job(work: "weakref.WeakMethod[Callable[[tuple[_RunState, _Queued]], None]]", job: Any) -> None:
-    method = work()
-    if method is not None:
-        method(job)
+def _run_job(guard: "weakref.ref[Guard]", job: tuple[_RunState, _Queued]) -> None:
+    alive = guard()
+    if alive is not None:
+        alive._fingerprint_queued(job)
 
 
 def _settle(state: _RunState, compute: bool = True) -> None:
@@ -311,8 +318,11 @@ def _settle(state: _RunState, compute: bool = True) -> None:
         if queued[0].call is None and not compute:
             return
         job = queued.popleft()  # first: a call whose fingerprinting fails is not tried forever
-        call = job.call if job.call is not None else fingerprint_call(job.raw, state.fp)
-        _observe(state, call, job.enforced)
+        if job.call is None:
+            with job.claim:  # the worker may be at it: wait for it rather than do it twice
+                if job.call is None:
+                    job.call = fingerprint_call(job.raw, state.fp)
+        _observe(state, job.call, job.enforced)
 
 
 def _observe(state: _RunState, call: ToolCall, tool_enforced: bool) -> None:

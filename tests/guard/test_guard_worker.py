@@ -76,6 +76,13 @@ def _replay(guard: Guard, records: list[dict[str, Any]], eager: bool) -> list[An
     return log
 
 
+def _queued(guard: Guard) -> int:
+    """Recorded calls of run "r" not observed yet."""
+    state = guard._runs.get("r")
+    assert state is not None
+    return len(state.queued)
+
+
 def _guard(policy: Any, **kwargs: Any) -> Guard:
     return Guard(Fingerprinter(load_key(key=KEY), policy), clock=Clock(), **kwargs)
 
@@ -129,9 +136,9 @@ def test_record_returns_the_budgets_findings_at_once_and_the_rest_at_the_next_as
     for _ in range(6):  # the sixth call's end crosses the wall time's warn level
         d = guard.check("lookup", {"id": 1}, run_id="r")
         early += guard.record(d, {"status": "same"}, True, run_id="r")
-    assert guard._runs.get("r").queued  # nothing observed yet: the worker is behind
+    assert _queued(guard)  # nothing observed yet: the worker is behind
     later = guard.findings("r")
-    assert not guard._runs.get("r").queued
+    assert not _queued(guard)
     assert {f.kind for f in early} == {"budget"}  # the wall time's warn, ahead of the rest
     assert [f for f in later if f.kind == "budget"] == early  # the same findings, not twins
     assert "repeat" in {f.kind for f in later}
@@ -174,7 +181,7 @@ def test_the_worker_does_the_fingerprinting_off_the_callers_thread() -> None:
     guard.record(d, {"status": "ok"}, True, run_id="r")
     assert done.wait(30)
     assert seen == ["otel-loopguard-guard"]
-    assert not guard._runs.get("r").queued  # observed by the worker: the next check has nothing to do
+    assert not _queued(guard)  # observed by the worker: the next check has nothing to do
     guard.shutdown()
 
 
@@ -184,7 +191,7 @@ def test_after_shutdown_record_does_the_work_itself_and_loses_nothing() -> None:
     for _ in range(2):
         d = guard.check("lookup", {"id": 1}, run_id="r")
         guard.record(d, {"status": "same"}, True, run_id="r")
-        assert not guard._runs.get("r").queued
+        assert not _queued(guard)
     assert guard.check("lookup", {"id": 1}, run_id="r").denied
 
 
@@ -210,10 +217,30 @@ def test_the_worker_queue_is_bounded_and_a_full_one_moves_the_work_to_the_caller
 
     gate = threading.Event()
     ran: list[int] = []
-    worker = GuardWorker(lambda job: (gate.wait(30), ran.append(job)), cap=2)
+    def work(job: int) -> None:
+        gate.wait(30)
+        ran.append(job)
+
+    worker = GuardWorker(work, cap=2)
     accepted = [worker.offer(i) for i in range(6)]
     # The thread holds one job at the gate; two more wait; the rest are refused, not dropped.
     assert accepted.count(True) <= 3 and accepted[:2] == [True, True] and not accepted[-1]
     gate.set()
     worker.stop()
 
+
+
+def test_the_guard_bench_still_runs_both_setups_on_the_same_calls() -> None:
+    """bench/bench_guard.py against the code it measures (tiny sizes; nothing timed)."""
+    import importlib.util
+    import sys
+
+    path = TESTS.parent / "bench" / "bench_guard.py"
+    spec = importlib.util.spec_from_file_location("_bench_guard", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    rows = bench.measure(calls=8, gap=0, repeats=1)
+    assert [r["calls"] for r in rows] == ["small", "shell", "search", "file", "mix"]
+    assert all(r["same_recorded"] and r["recorded"] == 8 for r in rows)
