@@ -244,3 +244,33 @@ def test_the_guard_bench_still_runs_both_setups_on_the_same_calls() -> None:
     rows = bench.measure(calls=8, gap=0, repeats=1)
     assert [r["calls"] for r in rows] == ["small", "shell", "search", "file", "mix"]
     assert all(r["same_recorded"] and r["recorded"] > 0 for r in rows)
+
+
+@pytest.mark.real  # forks a process
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_gets_its_own_worker_and_decides_as_the_parent_would() -> None:
+    import os
+    import warnings
+
+    guard = _guard(policy_from_mapping(REPEAT))
+    d = guard.check("lookup", {"id": 1}, run_id="parent")
+    guard.record(d, {"status": "same"}, True, run_id="parent")  # the parent's worker is started
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: intended here
+        pid = os.fork()
+    if pid == 0:  # the child: its own worker, its own lock; never returns into pytest
+        try:
+            actions = []
+            for _ in range(4):
+                d = guard.check("lookup", {"id": 1}, run_id="child")
+                actions.append(d.action)
+                if not d.denied:
+                    guard.record(d, {"status": "same"}, True, run_id="child")
+                    started = guard._worker is not None and guard._worker.alive
+            os._exit(0 if actions == ["allow", "warn", "deny", "deny"] and started else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert guard.check("lookup", {"id": 1}, run_id="parent").action == "warn"  # the parent goes on
+    guard.shutdown()
