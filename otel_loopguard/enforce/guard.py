@@ -18,8 +18,8 @@ import collections
 import dataclasses
 import os
 import threading
-import weakref
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -29,12 +29,12 @@ from ..detect import Run
 from ..detect.base import Step
 from ..detect.budgets import BudgetDetector
 from ..detect.run import STOPPED_EARLIER
-from ..progress import Judgement
 from ..findings import TOOL_LEVEL_KINDS, WARN as WARN_LEVEL, Finding
 from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
 from ..policy_source import PolicySource
+from ..progress import Judgement
 from .worker import QUEUE_CAP, GuardWorker
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
