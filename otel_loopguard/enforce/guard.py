@@ -4,6 +4,9 @@
 run (the same detectors as everywhere, asked to preview the proposed call);
 `record()` feeds the executed call and its result back. A denied call never
 runs: the adapter returns `decision.message` to the model as the tool's result.
+A recorded call is fingerprinted (its equivalence: shape, items, argument sketch) on the
+guard's worker (worker.py), never on the application's thread unless the worker is behind:
+each check first finishes its run's queued calls, in order, so no decision sees a stale run.
 Which tools are enforced: a tool's `enforce` policy key decides; without it,
 read-only tools are enforced and side-effecting tools only when they declare an
 idempotency key (docs/guard.md).
@@ -11,24 +14,34 @@ idempotency key (docs/guard.md).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ..bounded import BoundedMap
 from ..calls import ModelCall, RawCall, ToolCall
 from ..detect import Run
+from ..detect.base import Step
+from ..detect.budgets import BudgetDetector
 from ..detect.run import STOPPED_EARLIER
 from ..findings import TOOL_LEVEL_KINDS, WARN as WARN_LEVEL, Finding
 from ..mode import GuardMode, note_enforced_run
 from ..fingerprint import Fingerprinter, fingerprint_call
 from ..policy import Policy
 from ..policy_source import PolicySource
+from ..progress import Judgement
+from .worker import QUEUE_CAP, GuardWorker
 
 ALLOW, WARN, DENY = "allow", "warn", "deny"
 MAX_RUNS = 10_000
+# Findings of settled calls kept for `findings()` until asked (most calls find nothing).
+MAX_HELD_FINDINGS = 256
+_UNJUDGED = Judgement(progressed=False, novel_result=False, new_items=0, terminal=False)
 
 NUDGE = (
     "[loop guard] {reason}. Change your approach: use different arguments, another tool, "
@@ -81,8 +94,22 @@ class Decision:
 RUN_STREAKS = frozenset({"cycle", "error_streak", "no_progress"})
 
 
+class _Queued:
+    """A recorded call waiting to be observed: whoever holds `claim` fills in `call`."""
+
+    __slots__ = ("raw", "enforced", "call", "claim")
+
+    def __init__(self, raw: RawCall, enforced: bool):
+        self.raw = raw
+        self.enforced = enforced
+        self.call: Optional[ToolCall] = None
+        # Held while the call is fingerprinted, by the worker or by a check that could not
+        # wait for it: the call is fingerprinted once, never by both.
+        self.claim = threading.Lock()
+
+
 class _RunState:
-    __slots__ = ("run", "own", "fp", "seq", "stop")
+    __slots__ = ("run", "own", "fp", "seq", "stop", "queued", "found", "budget")
 
     def __init__(self, fp: Fingerprinter, run_id: str):
         self.fp = fp  # the policy a run opened under judges it to its end (policy_source.py)
@@ -95,11 +122,20 @@ class _RunState:
         # call caused it, or a budget was used up (whoever used it). The run's own `stopped`
         # may come from an observe-only tool: that one only says would_block.
         self.stop: Optional[tuple[str, str]] = None
+        self.queued: collections.deque[_Queued] = collections.deque()  # recorded, not observed yet
+        self.found: collections.deque[Finding] = collections.deque(maxlen=MAX_HELD_FINDINGS)
+        # The run's budgets judged at record() from times, turns and tokens alone (no
+        # equivalence needed), fed exactly what the run's own budget is fed, in the same order:
+        # record() returns its findings at once (the wall-time budget's late warning).
+        self.budget = BudgetDetector(fp.policy)
 
 
 class Guard:
     def __init__(self, policy: Fingerprinter | PolicySource, enforce: bool = True, *, mode: Optional[GuardMode] = None,
-                 clock: Callable[[], int] = time.monotonic_ns):
+                 clock: Callable[[], int] = time.monotonic_ns, background: bool = True, queue_cap: int = QUEUE_CAP):
+        """`background=False`: recorded calls are fingerprinted on the caller's thread, in
+        record() (the same decisions and findings; for comparison). `queue_cap`: calls the
+        worker may have waiting; beyond it record() does the work itself."""
         self._source = PolicySource.of(policy) if isinstance(policy, Fingerprinter) else policy
         # Times a call's start (at check) and end (at record) for the wall-time budget; only
         # differences count, so a monotonic clock. Tests inject their own.
@@ -108,6 +144,22 @@ class Guard:
         self._mode = mode if mode is not None else GuardMode("enforce" if enforce else "observe")
         self._runs: BoundedMap[str, _RunState] = BoundedMap(MAX_RUNS)
         self._lock = threading.Lock()
+        # Weakly: a forgotten guard must not live on in its worker (nor its policy file's watch).
+        me = weakref.ref(self)
+        self._worker = GuardWorker(lambda job: _run_job(me, job), queue_cap) if background else None
+        if hasattr(os, "register_at_fork"):
+            # The worker may have held the lock at the fork: the child's is a new one.
+            relock = weakref.WeakMethod(self._at_fork_reinit)
+            os.register_at_fork(after_in_child=lambda: (m := relock()) is not None and m())
+
+    def _at_fork_reinit(self) -> None:
+        self._lock = threading.Lock()
+
+    def shutdown(self) -> None:
+        """Stop the worker: from now on record() fingerprints on the caller's thread. Calls
+        still queued are finished by their run's next check (nothing is lost)."""
+        if self._worker is not None:
+            self._worker.stop()
 
     @property
     def policy(self) -> Policy:
@@ -127,8 +179,23 @@ class Guard:
             return None
         with self._lock:
             state = self._runs.get(run_id)
+            if state is not None:
+                _settle(state)
             stop = state.stop if state is not None else None
         return Stop(*stop) if stop is not None else None
+
+    def findings(self, run_id: str) -> list[Finding]:
+        """The findings the run's recorded calls completed since the last ask (record()
+        returns only the budgets' at once: the rest need the call's equivalence, computed on
+        the worker). The run's queued calls are finished first."""
+        with self._lock:
+            state = self._runs.get(run_id)
+            if state is None:
+                return []
+            _settle(state)
+            found = list(state.found)
+            state.found.clear()
+        return found
 
     def check(self, tool: str, arguments: Any, *, run_id: str, turn: Optional[int] = None) -> Decision:
         enforcing = self._mode.current() == "enforce"
@@ -136,6 +203,7 @@ class Guard:
             note_enforced_run(run_id)  # its spans say loopguard.mode=enforce
         with self._lock:
             state = self._state(run_id)
+            _settle(state)  # calls the worker has not reached yet: done here, in order
             proposed = fingerprint_call(
                 RawCall(seq=state.seq + 1, tool=tool, arguments=arguments, turn=turn, finished=False,
                         start_ns=self._clock()), state.fp
@@ -170,7 +238,9 @@ class Guard:
                start_ns: Optional[int] = None, end_ns: Optional[int] = None) -> list[Finding]:
         """The executed call with its result: this is what later checks judge. Its times, on
         the guard's clock, default to the check (start) and now (end): the wall-time budget
-        is judged on them, as the processor judges it on the spans' times."""
+        is judged on them, as the processor judges it on the spans' times. Returns the
+        budgets' findings the call completes (all the late warning needs); the call's other
+        findings, which need its equivalence, come from `findings()`."""
         if decision.ticket is None:
             return []
         planned = decision.ticket
@@ -183,18 +253,28 @@ class Guard:
             raw = RawCall(seq=state.seq, tool=planned.tool, arguments=decision.arguments, result=result, ok=ok,
                           turn=planned.turn, args_digest=planned.action,
                           start_ns=planned.start_ns if start_ns is None else start_ns, end_ns=end)
-            call = fingerprint_call(raw, state.fp)
-            tool_enforced = _enforced(state, planned.tool)
-            before, own_before = state.run.stopped, state.own.stopped
-            found = state.run.observe(call)
-            if state.own is not state.run:
-                if tool_enforced:
-                    state.own.observe(call)
-                else:
-                    state.own.gap()  # an observe-only call: enforced streaks start afresh
-            if state.stop is None:
-                state.stop = _new_stop(state, before, own_before, tool_enforced)
-            return found
+            job = _Queued(raw, _enforced(state, planned.tool))
+            state.queued.append(job)
+            early = _budget_findings(state, raw)
+            if self._worker is None:
+                _settle(state)
+        if self._worker is not None and not self._worker.offer((state, job)):
+            with self._lock:
+                _settle(state)  # the worker is behind by a full queue: never drop, do it here
+        return early
+
+    def _fingerprint_queued(self, item: tuple[_RunState, _Queued]) -> None:
+        """The worker's job: the call's digests and equivalence outside the lock (pure), then
+        the run's calls observed in order, as far as they are fingerprinted."""
+        state, job = item
+        if job.claim.acquire(blocking=False):  # else a check is doing it
+            try:
+                if job.call is None:
+                    job.call = fingerprint_call(job.raw, state.fp)
+            finally:
+                job.claim.release()
+        with self._lock:
+            _settle(state, compute=False)
 
     def late_warning(self, decision: Decision, found: list[Finding]) -> Optional[Decision]:
         """A warn the call's own outcome revealed, for a call the check allowed: the wall-time
@@ -213,12 +293,58 @@ class Guard:
                      model: Optional[str] = None) -> list[Finding]:
         """A model decision (turn `turn`, its token counts): the turn and cost budgets judge
         it, so a run whose spend is used up is denied its next call."""
+        model_call = ModelCall(turn=turn, input_tokens=input_tokens, output_tokens=output_tokens, model=model)
         with self._lock:
-            return self._state(run_id).run.observe_model(ModelCall(turn=turn, input_tokens=input_tokens,
-                                                                  output_tokens=output_tokens, model=model))
+            state = self._state(run_id)
+            _settle(state)  # the budget names the last call: the recorded ones come first
+            state.budget.observe_model(model_call, None)
+            return state.run.observe_model(model_call)
 
     def _state(self, run_id: str) -> _RunState:
         return self._runs.get_or_create(run_id, lambda: _RunState(self._source.for_new_run(), run_id))
+
+
+def _run_job(guard: "weakref.ref[Guard]", job: tuple[_RunState, _Queued]) -> None:
+    alive = guard()
+    if alive is not None:
+        alive._fingerprint_queued(job)
+
+
+def _settle(state: _RunState, compute: bool = True) -> None:
+    """Observe the run's recorded calls in order: fingerprinting those the worker has not
+    reached (`compute`), else stopping at the first one. Under the guard's lock."""
+    queued = state.queued
+    while queued:
+        if queued[0].call is None and not compute:
+            return
+        job = queued.popleft()  # first: a call whose fingerprinting fails is not tried forever
+        if job.call is None:
+            with job.claim:  # the worker may be at it: wait for it rather than do it twice
+                if job.call is None:
+                    job.call = fingerprint_call(job.raw, state.fp)
+        _observe(state, job.call, job.enforced)
+
+
+def _observe(state: _RunState, call: ToolCall, tool_enforced: bool) -> None:
+    before, own_before = state.run.stopped, state.own.stopped
+    state.found.extend(state.run.observe(call))
+    if state.own is not state.run:
+        if tool_enforced:
+            state.own.observe(call)
+        else:
+            state.own.gap()  # an observe-only call: enforced streaks start afresh
+    if state.stop is None:
+        state.stop = _new_stop(state, before, own_before, tool_enforced)
+
+
+def _budget_findings(state: _RunState, raw: RawCall) -> list[Finding]:
+    """The budgets' findings of a recorded call, before its equivalence is known: they read
+    only its number, turn and times (the same findings the run's own budget gives it)."""
+    call = ToolCall(seq=raw.seq, tool=raw.tool, action=raw.args_digest or "", result=None, ok=raw.ok,
+                    turn=raw.turn, start_ns=raw.start_ns, end_ns=raw.end_ns)
+    found = state.budget.observe(Step(call=call, decision=0, judgement=_UNJUDGED, rule=state.fp.policy.rule(raw.tool)))
+    policy = state.fp.policy
+    return [f.stamped(state.run.run_id, policy.version) for f in found]
 
 
 def _enforced(state: _RunState, tool: str) -> bool:

@@ -78,7 +78,8 @@ def test_findings_name_the_policy_that_judged_their_run(tmp_path: Path) -> None:
     for run, decision in (("old", first), ("new", second)):
         findings: list[Any] = []
         for _ in range(5):
-            findings += guard.record(decision, {"status": "delivered"}, True, run_id=run)
+            guard.record(decision, {"status": "delivered"}, True, run_id=run)
+            findings += guard.findings(run)  # the call's findings, settled off the app thread
             decision = guard.check("lookup_order", {"order_id": "A-1"}, run_id=run)
         versions[run] = {f.policy_version for f in findings}
     assert versions == {"old": {"lenient-1"}, "new": {"strict-2"}}

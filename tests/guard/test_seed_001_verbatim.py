@@ -79,7 +79,8 @@ def run_agent(turns: list[Turn], tools: dict[str, Callable[..., Any]], policy: A
                 return _ended(out, run, decision.kind)
             ok, result = _safe_call(tools, name, args)
             out.records.append({**record, "observation": result, "ok": ok})
-            stop = _first_stop([f for f in guard.record(decision, result, ok, run_id=run) if f.kind != "tool_cap"])
+            guard.record(decision, result, ok, run_id=run)
+            stop = _first_stop([f for f in guard.findings(run) if f.kind != "tool_cap"])
             if stop:
                 return _ended(out, run, stop)
     return out
