@@ -180,8 +180,12 @@ class Tagger:
             state.observed += 1
             findings = self._observe(state, call)
             stopped = state.stopped
-        if findings and self.root_marks is not None:
-            self.root_marks.note(ctx.trace_id, stopped, findings)
+            numbered = state.seq
+        if self.root_marks is not None:
+            if run_id == trace_hex:  # the trace's own run: its root says how many calls it made
+                self.root_marks.count(ctx.trace_id, numbered)
+            if findings:
+                self.root_marks.note(ctx.trace_id, stopped, findings)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
 
     def _warn_twice(self, first: str, second: str) -> None:
@@ -199,6 +203,9 @@ class Tagger:
             state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
+            numbered = state.seq
+        if self.root_marks is not None and run_id == format(span.context.trace_id, "032x"):
+            self.root_marks.count(span.context.trace_id, numbered)
         action = state.fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
                 conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: state.fp.key_id, conv.MODE: self._mode(run_id)}
