@@ -25,12 +25,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
 
 from ..bounded import BoundedMap
+from ..conventions import attributes as conv
 from ..findings import STOP, Finding
 from .sdk_shape import copy_span
 
 VERDICT = "loopguard.run.verdict"
 STOP_VERDICT = "stop"
-RUN_CALLS = "loopguard.run.calls"
+RUN_CALLS = conv.RUN_CALLS
 
 
 def description(finding: Finding) -> str:
