@@ -181,12 +181,19 @@ class Tagger:
             findings = self._observe(state, call)
             stopped = state.stopped
             numbered = state.seq
-        if self.root_marks is not None:
-            if run_id == trace_hex:  # the trace's own run: its root says how many calls it made
-                self.root_marks.count(ctx.trace_id, numbered)
-            if findings:
-                self.root_marks.note(ctx.trace_id, stopped, findings)
+        self._to_root(ctx.trace_id, run_id == trace_hex, numbered, stopped, findings)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
+
+    def _to_root(self, trace_id: int, own_run: bool, numbered: int, stopped: Optional[Finding] = None,
+                 findings: Optional[list[Finding]] = None) -> None:
+        """What the trace's root span will say: how many calls the trace's own run made (a run
+        keyed otherwise, or agent-scoped, is not the trace's), and the stop, if any."""
+        if self.root_marks is None:
+            return
+        if own_run:
+            self.root_marks.count(trace_id, numbered)
+        if findings:
+            self.root_marks.note(trace_id, stopped, findings)
 
     def _warn_twice(self, first: str, second: str) -> None:
         if not self._warned_twice:
@@ -204,8 +211,7 @@ class Tagger:
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
             numbered = state.seq
-        if self.root_marks is not None and run_id == format(span.context.trace_id, "032x"):
-            self.root_marks.count(span.context.trace_id, numbered)
+        self._to_root(span.context.trace_id, run_id == format(span.context.trace_id, "032x"), numbered)
         action = state.fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
                 conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: state.fp.key_id, conv.MODE: self._mode(run_id)}
