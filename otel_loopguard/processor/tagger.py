@@ -143,8 +143,10 @@ class Tagger:
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
-        if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
-            return span  # not a tool span, or tagged already (a second install)
+        if not isinstance(found, ToolSpan):
+            return self.mark_root(span)  # an agent's root (`invoke_agent`) carries a marker key too
+        if conv.ARGS_DIGEST in attrs:
+            return span  # tagged already (a second install)
         if target_unknown(found):
             # A handoff whose target is the agent that acts next (OpenLLMetry): its span has
             # ended before that agent starts, so it is left to the receiver and the audit,
