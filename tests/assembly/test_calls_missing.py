@@ -93,3 +93,13 @@ def test_both_decoders_read_the_count_on_a_root_span() -> None:
     for decoded_request in (decode(data), decode_python(data)):
         (d,) = decoded_request.spans
         assert d.facts == {CALLS: 7} and d.run_id == TRACE.hex() and d.call is None
+
+
+def test_both_decoders_read_the_count_on_an_agent_root() -> None:
+    """An `invoke_agent` root is read as an agent span, and its count as a run fact."""
+    marked = {CALLS: 4, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}
+    span = make_span(TRACE, ROOT, "invoke_agent support", start=T0, end=T0 + 1, attributes=marked)
+    data = request_of([span]).SerializeToString()
+    for decoded_request in (decode(data), decode_python(data)):
+        (d,) = decoded_request.spans
+        assert d.facts == {CALLS: 4} and d.run_id == TRACE.hex() and d.agent == "support"

@@ -7,7 +7,7 @@ same run with nothing dropped is scored."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -49,14 +49,14 @@ def receiver(sink: Sink, monkeypatch: pytest.MonkeyPatch) -> Iterator[ReceiverTh
     r.stop()
 
 
-def _run(port: int, keep: int) -> None:
+def _run(port: int, keep: int, root: Optional[dict[str, Any]] = None) -> None:
     tp = TracerProvider(resource=Resource.create({"service.name": "dropping-agent"}))
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True, timeout=10)
     tp.add_span_processor(SimpleSpanProcessor(_DropsLastCalls(exporter, keep)))
     handle = install(tracer_provider=tp)
     tracer = tp.get_tracer("agent")
     try:
-        with tracer.start_as_current_span("invoke_agent support"):
+        with tracer.start_as_current_span("invoke_agent support", attributes=root):
             for n in range(1, 6):  # five different lookups: a passing run when whole
                 marked = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order"}
                 with tracer.start_as_current_span("execute_tool lookup_order", attributes=marked) as span:
@@ -73,16 +73,22 @@ def _summary(sink: Sink) -> Any:
     return summary
 
 
-def test_the_last_calls_dropped_by_the_app_mark_the_run(sink: Sink, receiver: ReceiverThread) -> None:
-    _run(receiver.port, keep=3)
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}
+
+
+@pytest.mark.parametrize("root", [None, AGENT], ids=["plain-root", "invoke-agent-root"])
+def test_the_last_calls_dropped_by_the_app_mark_the_run(sink: Sink, receiver: ReceiverThread,
+                                                         root: Optional[dict[str, Any]]) -> None:
+    _run(receiver.port, keep=3, root=root)
     summary = _summary(sink)
     assert attr(summary, "loopguard.run.outcome") == "incomplete_trace"
     assert attr(summary, "loopguard.run.calls_missing") == 2
     assert attr(summary, "loopguard.score.scorable") is False
 
 
-def test_control_nothing_dropped_is_scored(sink: Sink, receiver: ReceiverThread) -> None:
-    _run(receiver.port, keep=99)
+@pytest.mark.parametrize("root", [None, AGENT], ids=["plain-root", "invoke-agent-root"])
+def test_control_nothing_dropped_is_scored(sink: Sink, receiver: ReceiverThread, root: Optional[dict[str, Any]]) -> None:
+    _run(receiver.port, keep=99, root=root)
     summary = _summary(sink)
     assert attr(summary, "loopguard.run.outcome") == "scored"
     assert attr(summary, "loopguard.run.calls_missing") is None

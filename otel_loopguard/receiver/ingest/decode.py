@@ -60,7 +60,8 @@ _MODEL_KEYS = tuple(k for p in _MODEL_PLANS.values() for k in p)
 _TASK_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *_MODEL_KEYS)
                for c in TASK_TOOL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
-_AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
+# An agent span is often a trace's root: the processor's count of the run's calls is read there too.
+_AGENT_PLANS = {c.name: _plan(*c.agent, conv.RUN_CALLS) for c in AGENT_CONVENTIONS}
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
