@@ -11,6 +11,7 @@ RESULT_DIGEST = "loopguard.result.digest"
 RESULT_EXACT_DIGEST = "loopguard.result.exact_digest"
 SEQ = "loopguard.seq"
 RUN_ID = "loopguard.run.id"
+RUN_CALLS = "loopguard.run.calls"  # on a root span: the tool calls the processor numbered in its trace's run
 TURN = "loopguard.turn"
 OUTCOME = "loopguard.outcome"
 KEY_ID = "loopguard.key.id"

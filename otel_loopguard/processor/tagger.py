@@ -143,8 +143,10 @@ class Tagger:
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
-        if not isinstance(found, ToolSpan) or conv.ARGS_DIGEST in attrs:
-            return span  # not a tool span, or tagged already (a second install)
+        if not isinstance(found, ToolSpan):
+            return self.mark_root(span)  # an agent's root (`invoke_agent`) carries a marker key too
+        if conv.ARGS_DIGEST in attrs:
+            return span  # tagged already (a second install)
         if target_unknown(found):
             # A handoff whose target is the agent that acts next (OpenLLMetry): its span has
             # ended before that agent starts, so it is left to the receiver and the audit,
@@ -180,9 +182,20 @@ class Tagger:
             state.observed += 1
             findings = self._observe(state, call)
             stopped = state.stopped
-        if findings and self.root_marks is not None:
-            self.root_marks.note(ctx.trace_id, stopped, findings)
+            numbered = state.seq
+        self._to_root(ctx.trace_id, run_id == trace_hex, numbered, stopped, findings)
         return self._copy(span, attrs, self._tags(call, found, run_id, seq), findings)
+
+    def _to_root(self, trace_id: int, own_run: bool, numbered: int, stopped: Optional[Finding] = None,
+                 findings: Optional[list[Finding]] = None) -> None:
+        """What the trace's root span will say: how many calls the trace's own run made (a run
+        keyed otherwise, or agent-scoped, is not the trace's), and the stop, if any."""
+        if self.root_marks is None:
+            return
+        if own_run:
+            self.root_marks.count(trace_id, numbered)
+        if findings:
+            self.root_marks.note(trace_id, stopped, findings)
 
     def _warn_twice(self, first: str, second: str) -> None:
         if not self._warned_twice:
@@ -199,6 +212,8 @@ class Tagger:
             state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
             turn = state.turn_at(span.start_time or 0)
+            numbered = state.seq
+        self._to_root(span.context.trace_id, run_id == format(span.context.trace_id, "032x"), numbered)
         action = state.fp.action(found.tool, found.arguments).digest
         tags = {conv.TOOL_NAME: found.tool, conv.ARGS_DIGEST: action, conv.SEQ: seq, conv.SEQ_DENSE: True,
                 conv.RUN_ID: run_id, conv.OUTCOME: "error", conv.KEY_ID: state.fp.key_id, conv.MODE: self._mode(run_id)}

@@ -89,7 +89,7 @@ def test_the_mark_keeps_the_roots_own_attributes(stack: Stack) -> None:
     with stack.tracer.start_as_current_span("invoke_agent support", attributes={"app.user": "u-7"}) as root:
         _calls(stack.tracer, LOOP)
     marked = _root(stack.spans(), root.get_span_context().trace_id)
-    assert dict(marked.attributes or {}) == {"app.user": "u-7", VERDICT: "stop"}
+    assert dict(marked.attributes or {}) == {"app.user": "u-7", VERDICT: "stop", "loopguard.run.calls": 5}
     assert marked.context.span_id == root.get_span_context().span_id and marked.end_time == root.end_time
 
 

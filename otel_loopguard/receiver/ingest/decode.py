@@ -46,7 +46,8 @@ def _plan(*keys: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*_COMMON, *keys)))
 
 
-_FACTS_PLAN = _RUN_KEYS
+_FACTS_PLAN = (*_RUN_KEYS, conv.RUN_CALLS)
+_FACTS_KEYS = (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE, conv.RUN_CALLS)  # any one: a span of run facts
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
 _TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
 # A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
@@ -59,7 +60,8 @@ _MODEL_KEYS = tuple(k for p in _MODEL_PLANS.values() for k in p)
 _TASK_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *_MODEL_KEYS)
                for c in TASK_TOOL_CONVENTIONS}
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
-_AGENT_PLANS = {c.name: _plan(*c.agent) for c in AGENT_CONVENTIONS}
+# An agent span is often a trace's root: the processor's count of the run's calls is read there too.
+_AGENT_PLANS = {c.name: _plan(*c.agent, conv.RUN_CALLS) for c in AGENT_CONVENTIONS}
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
@@ -88,7 +90,7 @@ _TAGGED_RANK = len(TOOL_CONVENTIONS) + len(MARKED_HANDOFFS)
 _MARKERS = _marker_plans()
 _HANDOFF_NAME = OPENINFERENCE_HANDOFF.span_name_prefix
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
-_ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE)
+_ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, *_FACTS_KEYS)
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value", "bytes_value"})
 _ERROR = Status.STATUS_CODE_ERROR
 # Our own finding and run spans are never judged again (they carry loopguard.tool.name):
@@ -250,7 +252,9 @@ def _plan_of(attrs: Any) -> Optional[tuple[str, ...]]:
     if conv.TOOL_NAME in attrs and (best is None or best[0] > _TAGGED_RANK):
         return _TAGGED_PLAN
     if best is None:
-        return _FACTS_PLAN if (conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs) else None
+        # Spelt out, not any(): asked of most spans of every request.
+        facts = conv.TERMINATION_REASON in attrs or conv.TERMINAL_RESPONSE in attrs or conv.RUN_CALLS in attrs
+        return _FACTS_PLAN if facts else None
     return best[1]
 
 
@@ -329,7 +333,7 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
     if found is None:
         d.agent = agent_of(values)
-        if d.agent is None and not (conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values):
+        if d.agent is None and not any(k in values for k in _FACTS_KEYS):
             return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
@@ -337,8 +341,8 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     elif isinstance(found, ModelSpan):
         d.model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                             model=found.model, end_ns=d.end)
-    if conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values:
-        d.facts = {k: values[k] for k in (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE) if k in values}
+    if any(k in values for k in _FACTS_KEYS):
+        d.facts = {k: values[k] for k in _FACTS_KEYS if k in values}
 
 
 def reading_plans() -> dict[str, Any]:
@@ -352,7 +356,7 @@ def reading_plans() -> dict[str, Any]:
         "tagged_rank": _TAGGED_RANK,
         "tagged_plan": list(_TAGGED_PLAN),
         "facts_plan": list(_FACTS_PLAN),
-        "facts_keys": [conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE],
+        "facts_keys": list(_FACTS_KEYS),
         "result_keys": list(_RESULT_KEYS),
         "result_prefixes": list(LANGGRAPH_HANDOFF.result_prefixes),
         "langgraph_keys": list(_LANGGRAPH_KEYS),

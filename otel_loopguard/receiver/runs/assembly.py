@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ...bounded import BoundedMap
+from ...conventions import attributes as conv
 from ...findings import WARN, Finding
 from ...findings.otlp import Placement, finding_span, place, place_at, run_span
 from ...findings.waste import WASTE_KINDS, ModelIndex, RunTotals, finding_waste, run_totals, run_waste
@@ -62,6 +63,9 @@ class RunAssembler:
         self._trace_runs: dict[bytes, set[str]] = {}
         side = side_table_entries(working_bytes(config.memory_limit_mib))  # each within the memory bound too
         self._roots: BoundedMap[bytes, tuple[str, float]] = BoundedMap(min(MAX_ROOTS, side))  # trace -> (root id, ended at)
+        # run (of one trace) -> the tool calls its root span says the processor numbered; kept
+        # past completion so that a revision with late calls compares again
+        self._counted: BoundedMap[str, int] = BoundedMap(min(MAX_ROOTS, side))
         # Completed runs: each (run, trace) they covered (its late spans are forwarded, and judged
         # with that run again: late.py; another run sharing the trace is not affected), and where
         # each run's sequence stopped (a conversation may resume in a new trace).
@@ -142,6 +146,7 @@ class RunAssembler:
             buffer.add_agent(d.start, d.agent, now)
         if d.facts:
             buffer.note_facts(d.facts)
+            self._note_counted(buffer, d)
         if d.guards:
             buffer.note_guards(d.guards)
         self.buffered_calls += buffer.buffered - before
@@ -373,8 +378,11 @@ class RunAssembler:
         self.buffered_calls -= buffer.buffered
         self.open_calls -= buffer.tool_calls_seen
         broken = False
+        missing = 0
         try:
-            out = self._emit(buffer, lost + buffer.complete())
+            found = lost + buffer.complete()
+            missing, short = self._calls_missing(buffer)
+            out = self._emit(buffer, found + short)
         except Exception:  # never lose the other runs (or this one's summary) to one bug
             self._metrics.inc("internal_errors_total")
             _log.exception("could not complete run %s", run_id)
@@ -394,7 +402,7 @@ class RunAssembler:
         self._metrics.inc("runs_completed_total")
         if buffer.skew_events:
             self._metrics.inc("clock_skew_total", buffer.skew_events)
-        summary = self._summary(buffer) if buffer.tool_calls_seen else None
+        summary = self._summary(buffer, missing=missing) if buffer.tool_calls_seen else None
         if summary is not None:
             out.append(summary)
         self._late.add(self._verdict(buffer, summary, now, revisable=not (broken or buffer.shed)))
@@ -451,16 +459,19 @@ class RunAssembler:
         buffer.emitted = None  # the verdict's keys say what was sent
         journal = [op for op in journal if op[0] != "gap"] + ops
         new: list[Finding] = []
-        for f in buffer.rejudge(journal, noted, now):
+        found = buffer.rejudge(journal, noted, now)
+        missing, short = self._calls_missing(buffer)
+        for f in found + short:
             key = finding_key(f)
             if key not in emitted:
                 emitted.add(key)
                 new.append(f)
         self._late.rejournal(verdict, Inputs(journal, emitted, noted, agents, roots))
-        return self._emit(buffer, new) + [self._resummarised(verdict, buffer)]
+        return self._emit(buffer, new) + [self._resummarised(verdict, buffer, missing)]
 
-    def _resummarised(self, verdict: Verdict, buffer: RunBuffer) -> Span:
-        span = self._summary(buffer, {**self._revision(verdict), "loopguard.run.late_calls": verdict.late_calls})
+    def _resummarised(self, verdict: Verdict, buffer: RunBuffer, missing: int = 0) -> Span:
+        span = self._summary(buffer, {**self._revision(verdict), "loopguard.run.late_calls": verdict.late_calls},
+                             missing=missing)
         verdict.summary_id = verdict.summary_id or span.span_id
         verdict.summaries += 1
         return span
@@ -528,6 +539,30 @@ class RunAssembler:
             return []
         return [buffer.cut_short(PARENTS_LOST)]
 
+    def _note_counted(self, buffer: RunBuffer, d: Decoded) -> None:
+        """A root span saying how many tool calls the processor numbered in its trace's run
+        (root.py): only for the run that is that one trace (the count is that run's)."""
+        counted = d.facts.get(conv.RUN_CALLS) if d.facts else None
+        if (not d.parent and isinstance(counted, int) and not isinstance(counted, bool) and counted > 0
+                and buffer.run_id == d.trace_id.hex()):
+            self._counted.put(buffer.run_id, counted)
+
+    def _calls_missing(self, buffer: RunBuffer) -> tuple[int, list[Finding]]:
+        """A completed run whose root counted more calls than arrived: the last ones were lost
+        on the way (a sender's full queue, a crash), and no hole in the numbers says so (a hole
+        inside is reported as one already). How many, and an `incomplete_trace` saying so."""
+        counted = self._counted.get(buffer.run_id)
+        last = buffer.last_call
+        if counted is None or last is None or last.seq < 1 or buffer.first_seq != 1:
+            return 0, []  # no count, or calls without the processor's numbering
+        missing = counted - last.seq
+        if missing <= 0:
+            return 0, []
+        reason = (f"the run's root span says the app numbered {counted} tool calls, and the last {missing} never "
+                  "arrived: they were lost before they reached the receiver (a sender's full queue, a crash), "
+                  "so the run is not scored")
+        return missing, [buffer.cut_short(reason)]
+
     def _stop_waiting(self, buffer: RunBuffer) -> None:
         """A completed run's calls stop waiting for their parents: a parent arriving later could
         no longer mark the run. Otherwise the calls of runs whose parent never comes (shed runs
@@ -554,12 +589,15 @@ class RunAssembler:
         _log.debug("clock skew in run %s: a tool call lies outside its parent span", run_id)
 
     # -- output --------------------------------------------------------------------
-    def _summary(self, buffer: RunBuffer, late: Optional[dict[str, object]] = None) -> Span:
-        """`late`: a run judged again with late calls (the revision and late-call attributes)."""
+    def _summary(self, buffer: RunBuffer, late: Optional[dict[str, object]] = None, missing: int = 0) -> Span:
+        """`late`: a run judged again with late calls (the revision and late-call attributes);
+        `missing`: calls its root span counted that never arrived (_calls_missing)."""
         outcome, score = buffer.score()
         calls = [c for c in (buffer.first_call, buffer.last_call) if c is not None]
         where = place(calls, buffer.roots, time.time_ns()) or self._fallback(buffer)
         extra = {"loopguard.run.outcome": outcome, "loopguard.run.clock_skew": buffer.clock_skew, **(late or {})}
+        if missing:
+            extra["loopguard.run.calls_missing"] = missing
         seqs = {s for f in buffer.findings if f.kind in WASTE_KINDS for s in f.seqs}
         waste = run_waste(buffer.findings, {s: c for s in seqs if (c := buffer.recent.get(s))},
                           _models(buffer, bool(seqs)), _totals(buffer))
