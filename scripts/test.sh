@@ -14,7 +14,7 @@ if [ "${1:-}" = "--fast" ]; then
   bash scripts/setup.sh test,frameworks,phoenix,mcp
   LOOPGUARD_FAST=1 exec .venv/bin/python -m pytest -q -n 2 -m "not real" "$@"
 fi
-say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix)"
+say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix, MCP)"
 bash scripts/setup.sh test,frameworks,phoenix,mcp
 # Virtualenvs for what cannot share the first (see pyproject): the OTel-contrib GenAI
 # instrumentation; Pydantic AI, CrewAI, smolagents and LlamaIndex (one); Google ADK, whose
