@@ -6,8 +6,10 @@
 #
 #   bash scripts/setup.sh [EXTRAS]      e.g. bash scripts/setup.sh test,phoenix
 #
-# Never silent for more than 10 s: pip's own lines go through, and a line says it is still
-# working when pip is quiet (a large download, building a wheel).
+# The installer is uv (PyPI's `uv`: it downloads, unpacks and links in parallel): found on PATH,
+# in .venv, or installed into the new virtualenv with pip. Where it cannot be had, or with
+# LOOPGUARD_PIP=1, pip installs. Never silent for more than 10 s: the installer's own lines go
+# through, and a line says it is still working when it is quiet (a large download, a wheel build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${VENV:-.venv}"
@@ -31,7 +33,7 @@ fi
 
 # A command's lines pass through, indented; when it has said nothing for 8 s, a line says that
 # it is still working (scripts/talk.sh).
-talking() {
+try_talking() {
   local what="$1"; shift
   local status_file
   status_file=$(mktemp)
@@ -39,11 +41,22 @@ talking() {
   local status
   status=$(cat "$status_file")
   rm -f "$status_file"
-  [ "$status" = 0 ] || { say "failed while $what (exit status $status)"; exit 2; }
+  [ "$status" = 0 ] || { say "failed while $what (exit status $status)"; return 2; }
 }
+talking() { try_talking "$@" || exit 2; }
 run_pip() {
   local what="$1"; shift
   talking "$what" "$venv/bin/python" -m pip "$@" --progress-bar off
+}
+# A working uv: $UV, on PATH, the test virtualenv's, or this one's.
+find_uv() {
+  local candidate
+  for candidate in "${UV:-}" "$(command -v uv || true)" .venv/bin/uv "$venv/bin/uv"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" --version >/dev/null 2>&1; then
+      echo "$candidate"; return 0
+    fi
+  done
+  return 1
 }
 
 if [ -x "$venv/bin/python" ]; then
@@ -53,12 +66,26 @@ else
   talking "creating the virtualenv" python3 -m venv "$venv"
 fi
 rm -f "$stamp"  # set again only once everything below succeeded
-say "upgrading pip"
-run_pip "upgrading pip" install --upgrade pip
 target="."
 [ -n "$extras" ] && target=".[$extras]"
-say "installing otel-loopguard (editable) with extras: ${extras:-none}; a first install downloads them from PyPI"
-run_pip "installing" install -e "$target"
+uv=""
+if [ "${LOOPGUARD_PIP:-}" != 1 ]; then
+  if ! uv=$(find_uv); then
+    say "getting uv (PyPI's uv package) into $venv with pip"
+    uv=""
+    try_talking "getting uv" "$venv/bin/python" -m pip install --progress-bar off uv && uv=$(find_uv) \
+      || { uv=""; say "uv could not be had: pip installs"; }
+  fi
+fi
+if [ -n "$uv" ]; then
+  say "installing otel-loopguard (editable) with extras: ${extras:-none}, with $("$uv" --version | cut -d' ' -f1-2); a first install downloads them from PyPI"
+  talking "installing" "$uv" pip install --python "$venv/bin/python" -e "$target"
+else
+  say "upgrading pip"
+  run_pip "upgrading pip" install --upgrade pip
+  say "installing otel-loopguard (editable) with extras: ${extras:-none}, with pip; a first install downloads them from PyPI"
+  run_pip "installing" install -e "$target"
+fi
 echo "$key" > "$stamp"
 say "done: $venv ready"
 VENV="$venv" bash scripts/native.sh  # the optional Rust module, when cargo is present

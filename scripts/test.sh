@@ -14,15 +14,24 @@ if [ "${1:-}" = "--fast" ]; then
   bash scripts/setup.sh test,frameworks,phoenix,mcp
   LOOPGUARD_FAST=1 exec .venv/bin/python -m pytest -q -n 2 -m "not real" "$@"
 fi
-say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix)"
+say "step 1/7: the test virtualenv .venv (test, frameworks, Phoenix, MCP)"
 bash scripts/setup.sh test,frameworks,phoenix,mcp
 # Virtualenvs for what cannot share the first (see pyproject): the OTel-contrib GenAI
 # instrumentation; Pydantic AI, CrewAI, smolagents and LlamaIndex (one); Google ADK, whose
-# opentelemetry pin the others do not allow (tests/frameworks/test_framework_runs.py).
-say "step 2/7: the framework virtualenvs .venv-genai, .venv-fw (Pydantic AI, CrewAI, smolagents, LlamaIndex), .venv-adk (Google ADK)"
-VENV=.venv-genai bash scripts/setup.sh genai_contrib
-VENV=.venv-fw bash scripts/setup.sh frameworks_more
-VENV=.venv-adk bash scripts/setup.sh adk
+# opentelemetry pin the others do not allow (tests/frameworks/test_framework_runs.py). They
+# install in the background while steps 3-6 build, each line led by the virtualenv's name;
+# step 7 waits for them.
+say "step 2/7: the framework virtualenvs .venv-genai, .venv-fw (Pydantic AI, CrewAI, smolagents, LlamaIndex), .venv-adk (Google ADK), in the background"
+bg_dir=$(mktemp -d)
+bg_pids=()
+trap 'for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$bg_dir"' EXIT
+in_background() {  # VENV EXTRAS
+  ( VENV="$1" bash scripts/setup.sh "$2" 2>&1; echo $? > "$bg_dir/$1" ) | sed -u "s/^/[$1] /" &
+  bg_pids+=("$!")
+}
+in_background .venv-genai genai_contrib
+in_background .venv-fw frameworks_more
+in_background .venv-adk adk
 # The real OpenTelemetry Collector for tests/collector/ (built once per manifest, then reused).
 say "step 3/7: the OpenTelemetry Collector for tests/collector/"
 if command -v go >/dev/null 2>&1; then
@@ -89,24 +98,45 @@ fi
 # The fingerprint path the suite runs on (setup.sh built the Rust module if cargo is present;
 # OTEL_LOOPGUARD_PURE_PYTHON=1 runs it on the Python path).
 say "fingerprint path: $(.venv/bin/python -c 'from otel_loopguard import native; print(native.PATH)')"
+# The framework virtualenvs of step 2, which tests/frameworks/ needs.
+say "waiting for the framework virtualenvs of step 2"
+wait "${bg_pids[@]}"
+bg_pids=()
+for venv in .venv-genai .venv-fw .venv-adk; do
+  [ "$(cat "$bg_dir/$venv" 2>/dev/null)" = 0 ] || { say "setting up $venv failed (its lines above)"; exit 2; }
+done
+say "framework virtualenvs ready"
 # Each test's name as it runs; while a long one runs (the end-to-end tests run real servers for
-# up to a minute), a line every 8 s names it (scripts/talk.sh).
-say "step 7/7: the test suite (pytest -v)"
+# up to a minute), a line every 8 s names it (scripts/talk.sh). The tests that start nothing real
+# run on two workers; those marked real (tests/conftest.py) one at a time, as their timing
+# under load asks. One exit status for all: the first failure's (5, nothing selected, is none).
+talk() { TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"; }
+status=0
+worse() { if [ "$1" -ne 0 ] && [ "$1" -ne 5 ] && [ "$status" -eq 0 ]; then status=$1; fi; }
 set +e
-.venv/bin/python -m pytest -v "$@" 2>&1 | TALK_SINCE=$(( $(date +%s) - SECONDS )) bash scripts/talk.sh test "running"
-status=${PIPESTATUS[0]}
+say "step 7/7: the test suite: the tests that start nothing real on two workers (pytest -v -n 2 -m 'not real')"
+.venv/bin/python -m pytest -v -n 2 -m "not real" "$@" 2>&1 | talk
+part=${PIPESTATUS[0]}; worse "$part"
+say "pytest (not real, two workers) exit status $part"
+say "step 7/7: the tests that start real processes, servers and browsers, one at a time (pytest -v -m real)"
+.venv/bin/python -m pytest -v -m real "$@" 2>&1 | talk
+part=${PIPESTATUS[0]}; worse "$part"
+say "pytest (real) exit status $part"
 say "pytest exit status $status"
 # With the Rust module in use, the suite above ran the native fingerprint path: the Python
 # path, the reference, runs the suite again, all of it but the folders of real processes
-# (Collector, Jaeger, Phoenix, framework agents, restarts: 8 of the 14 minutes), which would
-# take CI past 30 minutes; they judge with the same code the in-process tests run.
+# (Collector, Jaeger, Phoenix, framework agents, restarts), which judge with the same code the
+# in-process tests run; the same split as above.
 if [ "$(.venv/bin/python -c 'from otel_loopguard import native; print(native.AVAILABLE)')" = True ]; then
   say "the suite again on the Python path (OTEL_LOOPGUARD_PURE_PYTHON=1), without the real-process folders"
-  OTEL_LOOPGUARD_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/collector \
-    --ignore=tests/reliability --ignore=tests/e2e --ignore=tests/frameworks --ignore=tests/test_setup_scripts.py \
-    --ignore=tests/test_ci_docs.py
+  skip=(--ignore=tests/collector --ignore=tests/reliability --ignore=tests/e2e --ignore=tests/frameworks
+        --ignore=tests/mcp --ignore=tests/test_setup_scripts.py --ignore=tests/test_ci_docs.py)
+  OTEL_LOOPGUARD_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -m "not real" "$@" "${skip[@]}"
   pure=$?
+  OTEL_LOOPGUARD_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m real "$@" "${skip[@]}"
+  part=$?
+  [ "$pure" -ne 0 ] && [ "$pure" -ne 5 ] || pure=$part
   say "pytest (Python path) exit status $pure"
-  [ "$status" -ne 0 ] || status=$pure
+  worse "$pure"
 fi
 exit "$status"
