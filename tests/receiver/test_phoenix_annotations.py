@@ -40,7 +40,9 @@ def test_the_trace_annotation_says_verdict_kind_tool_and_count_with_a_score() ->
     assert body is not None
     assert (body["name"], body["annotator_kind"], body["trace_id"]) == ("loopguard", "CODE", TRACE)
     assert body["result"] == {"label": "stop: repeat lookup_order x5", "score": 5.0,
-                              "explanation": f"{REASON} (finding span {span.span_id.hex()})"}
+                              # The stop's reason ends with enforce mode's next step (issue 29).
+                              "explanation": f"{REASON}; enforce mode would deny call 5: see docs/guard.md"
+                                             f" (finding span {span.span_id.hex()})"}
     assert body["metadata"]["finding.kind"] == "repeat" and body["metadata"]["run.id"] == "run-1"
     assert body["metadata"]["finding.span_id"] == span.span_id.hex()
     assert "identifier" not in body  # one per trace: a later verdict replaces it
