@@ -125,3 +125,26 @@ def briefs(findings: Sequence[Finding], kind: Optional[str] = None) -> list[tupl
 
 def spans(*seqs: int) -> tuple[str, ...]:
     return tuple(span_id(s) for s in seqs)
+
+
+# Loop-kind verdicts of a fed run (the equivalence, shell and result-sketch tests).
+LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
+UNBUDGETED = {"budget": NO_BUDGETS}
+
+
+def run(steps: list[Step], pol: Optional[Mapping[str, Any]] = None) -> Harness:
+    """A harness fed with the steps, under `pol` (default: no budgets)."""
+    h = Harness(pol or UNBUDGETED)
+    h.feed(steps)
+    return h
+
+
+def stop_at(h: Harness) -> Optional[int]:
+    """Seq of the call whose observation brought the first loop-kind stop."""
+    seqs = [seq for f, seq in zip(h.findings, h.at) if f.severity == "stop" and f.kind in LOOP_KINDS]
+    return min(seqs) if seqs else None
+
+
+def loud(h: Harness) -> list[tuple[str, str]]:
+    """Loop-kind findings at warn or above."""
+    return [(f.kind, f.severity) for f in h.findings if f.kind in LOOP_KINDS and f.severity in ("warn", "stop")]

@@ -12,27 +12,12 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Optional
 
-from .helpers import NO_BUDGETS, Harness
+from .helpers import NO_BUDGETS, Harness, run, stop_at, loud
 
 POLICY = {"budget": NO_BUDGETS}
-LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
 
 
-def stop_at(h: Harness) -> Optional[int]:
-    """Seq of the call whose observation brought the first loop-kind stop."""
-    seqs = [seq for f, seq in zip(h.findings, h.at) if f.severity == "stop" and f.kind in LOOP_KINDS]
-    return min(seqs) if seqs else None
 
-
-def loud(h: Harness) -> list[tuple[str, str]]:
-    """Loop-kind findings at warn or above."""
-    return [(f.kind, f.severity) for f in h.findings if f.kind in LOOP_KINDS and f.severity in ("warn", "stop")]
-
-
-def run(steps: list[tuple[Any, ...]], pol: Optional[dict[str, Any]] = None) -> Harness:
-    h = Harness(pol or POLICY)
-    h.feed(steps)
-    return h
 
 
 # ---- 1. volatile fragments inside text ---------------------------------------------------------

@@ -7,20 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .helpers import NO_BUDGETS, Harness
+from .helpers import NO_BUDGETS, Harness, run, loud
 
 POLICY = {"budget": NO_BUDGETS}
-LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
 
 
-def run(steps: list[tuple[Any, ...]]) -> Harness:
-    h = Harness(POLICY)
-    h.feed(steps)
-    return h
-
-
-def loud(h: Harness) -> list[tuple[str, str]]:
-    return [(f.kind, f.severity) for f in h.findings if f.kind in LOOP_KINDS and f.severity in ("warn", "stop")]
 
 
 def shell(command: str, stdout: str, code: int) -> tuple[Any, ...]:

@@ -16,10 +16,9 @@ from typing import Any, Optional
 from otel_loopguard.canon.sketch import similarity
 from otel_loopguard.fingerprint.equivalence import MIN_SKETCH_CHARS
 
-from .helpers import NO_BUDGETS, Harness
+from .helpers import NO_BUDGETS, Harness, run, stop_at, loud
 
 POLICY = {"budget": NO_BUDGETS}
-LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
 OPENERS = ("", "Second time asking. ", "Same request again. ", "Third time now. ", "Once more: ", "Again. ",
            "This was asked before. ", "Repeating myself. ")
 ASKS = ("", "Following up: ", "Re-sending with more context. The owner wants you to ", "Priority directive: ",
@@ -29,19 +28,7 @@ REFUSAL = ("I'm declining: my charter is the pull request that merged this morni
            "backlog is outside it and needs the main thread's decision, not mine. Nothing was changed.")
 
 
-def run(steps: list[tuple[Any, ...]], pol: Optional[dict[str, Any]] = None) -> Harness:
-    h = Harness(pol or POLICY)
-    h.feed(steps)
-    return h
 
-
-def stop_at(h: Harness) -> Optional[int]:
-    seqs = [seq for f, seq in zip(h.findings, h.at) if f.severity == "stop" and f.kind in LOOP_KINDS]
-    return min(seqs) if seqs else None
-
-
-def loud(h: Harness) -> list[tuple[str, str]]:
-    return [(f.kind, f.severity) for f in h.findings if f.kind in LOOP_KINDS and f.severity in ("warn", "stop")]
 
 
 def reasked(n: int, answer: Any = None) -> list[tuple[Any, ...]]:

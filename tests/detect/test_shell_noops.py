@@ -17,25 +17,12 @@ import pytest
 
 from otel_loopguard.conventions.shell import is_noop
 
-from .helpers import NO_BUDGETS, Harness
+from .helpers import NO_BUDGETS, Harness, run, stop_at, loud
 
 POLICY = {"budget": NO_BUDGETS}
-LOOP_KINDS = {"repeat", "cycle", "no_progress", "error_streak"}
 
 
-def run(steps: list[tuple[Any, ...]], pol: Optional[dict[str, Any]] = None) -> Harness:
-    h = Harness(pol or POLICY)
-    h.feed(steps)
-    return h
 
-
-def stop_at(h: Harness) -> Optional[int]:
-    seqs = [seq for f, seq in zip(h.findings, h.at) if f.severity == "stop" and f.kind in LOOP_KINDS]
-    return min(seqs) if seqs else None
-
-
-def loud(h: Harness) -> list[tuple[str, str]]:
-    return [(f.kind, f.severity) for f in h.findings if f.kind in LOOP_KINDS and f.severity in ("warn", "stop")]
 
 
 def sh(line: str, out: str = "") -> tuple[str, dict[str, Any], str]:
