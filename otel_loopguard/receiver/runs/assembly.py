@@ -26,7 +26,7 @@ from ..ops.budget import side_table_entries, working_bytes
 from ..config import ReceiverConfig
 from ..ingest.decode import Decoded
 from ..ops.metrics import Metrics
-from .restart import CUT_AT_SHUTDOWN, PARENTS_LOST, RestartRule
+from .restart import CUT_AT_SHUTDOWN, RestartRule
 from .buffer import MAX_KEPT_FINDINGS, RunBuffer, journal_call
 from .late import ENTRY_COST, MAX_REVISIONS, VERDICT_COST, Inputs, LateRuns, Op, Verdict, finding_key
 
@@ -217,7 +217,7 @@ class RunAssembler:
                 self.buffered_calls += buffer.buffered - before
                 out += self._emit(buffer, found)
                 if self._is_complete(buffer, now):
-                    out += self._complete(run_id, timed_out=True)
+                    out += self._complete(run_id)
             except Exception:
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not advance run %s", run_id)
@@ -368,19 +368,17 @@ class RunAssembler:
             return True
         return now - buffer.last_activity >= self._config.idle_timeout_seconds
 
-    def _complete(self, run_id: str, timed_out: bool = False) -> list[Span]:
-        """`timed_out`: by the run's own clock (its root's grace, or idleness), not at a flush or shed."""
+    def _complete(self, run_id: str) -> list[Span]:
         buffer = self.runs.pop(run_id)
         if self.on_complete is not None:
             self.on_complete(run_id)
-        lost = self._parents_lost(buffer) if timed_out else []
         self._stop_waiting(buffer)
         self.buffered_calls -= buffer.buffered
         self.open_calls -= buffer.tool_calls_seen
         broken = False
         missing = 0
         try:
-            found = lost + buffer.complete()
+            found = buffer.complete()
             missing, short = self._calls_missing(buffer)
             out = self._emit(buffer, found + short)
         except Exception:  # never lose the other runs (or this one's summary) to one bug
@@ -527,17 +525,6 @@ class RunAssembler:
         else:
             return
         buffer.waiting_parents.add(parent_key)
-
-    def _parents_lost(self, buffer: RunBuffer) -> list[Finding]:
-        """A run of one trace completing without its root span, whose calls' parent never arrived
-        either: spans of it were lost on the way (a sender's full queue, a crash), its last calls
-        perhaps with them, and nothing would say so. Not when the calls' parent came (a root in
-        another service, a run keyed by a conversation): that run is whole as far as anyone knows."""
-        if buffer.root_ended_at is not None or not buffer.tool_calls_seen or buffer.run_id != buffer.first_trace:
-            return []
-        if not any(self._children.get(key) for key in buffer.waiting_parents):
-            return []
-        return [buffer.cut_short(PARENTS_LOST)]
 
     def _note_counted(self, buffer: RunBuffer, d: Decoded) -> None:
         """A root span saying how many tool calls the processor numbered in its trace's run

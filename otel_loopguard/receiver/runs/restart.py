@@ -42,10 +42,6 @@ from typing import Optional
 HEARTBEAT_SECONDS = 0.25  # the state directory's `alive` stamp is rewritten at every tick
 CUT_AT_SHUTDOWN = ("the receiver stopped before the run ended: judged on the calls that arrived until then, "
                    "so the run is not scored")
-# Not a restart rule, but what a crash (or a sender's full queue) leaves most often (assembly.py).
-PARENTS_LOST = ("the run's root span never arrived, nor the span its tool calls ran under: spans of it were lost "
-                "before they reached the receiver (a sender's full queue, a crash), its last calls perhaps with them, "
-                "so the run is not scored")
 
 
 class RestartRule:
