@@ -70,32 +70,30 @@ async def _session(setup: str, calls: int, port: int) -> list[float]:
 
     command = _command(setup)
     params = StdioServerParameters(command=command[0], args=command[1:], env=_env(port), cwd=str(ROOT))
-    times = []
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write):
             async with ClientSession(read, write) as session:
-                await session.initialize()
-                await session.call_tool("lookup_order", {"order_id": "warm-up"})
-                for i in range(calls):
-                    start = time.perf_counter()
-                    await session.call_tool("lookup_order", {"order_id": f"A-{i}"})
-                    times.append(time.perf_counter() - start)
-    return times
+                return await _timed_calls(session, calls)
 
 
 async def _http_session(url: str, calls: int) -> list[float]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    times = []
     async with streamable_http_client(url) as (read, write, *_):
         async with ClientSession(read, write) as session:
-            await session.initialize()
-            await session.call_tool("lookup_order", {"order_id": "warm-up"})
-            for i in range(calls):
-                start = time.perf_counter()
-                await session.call_tool("lookup_order", {"order_id": f"A-{i}"})
-                times.append(time.perf_counter() - start)
+            return await _timed_calls(session, calls)
+
+
+async def _timed_calls(session: Any, calls: int) -> list[float]:
+    """One warm-up call, then `calls` timed ones, each with other arguments."""
+    await session.initialize()
+    await session.call_tool("lookup_order", {"order_id": "warm-up"})
+    times = []
+    for i in range(calls):
+        start = time.perf_counter()
+        await session.call_tool("lookup_order", {"order_id": f"A-{i}"})
+        times.append(time.perf_counter() - start)
     return times
 
 
