@@ -8,9 +8,9 @@ the number of model spans of the run that ended before it started.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -19,9 +19,10 @@ from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCa
 from ..conventions.sketches import from_attributes
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import agent_of
+from ..conventions.conversation import requested_calls
 from ..conventions import attributes as conv
 from ..conventions.handoffs import resolve_targets, unresolved
-from .order import order_calls
+from .order import enclosed_turns, order_calls
 from .values import attributes
 
 _ERROR = Status.STATUS_CODE_ERROR
@@ -32,6 +33,8 @@ DECISION_EVENT = "loopguard.decision"
 class _Model:
     end_ns: int
     call: ModelCall
+    span_id: str = ""
+    requested: Mapping[str, int] = field(default_factory=dict)  # conventions/conversation.py
 
 
 class SpanCollector:
@@ -72,7 +75,8 @@ class SpanCollector:
         elif isinstance(found, ModelSpan):
             model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                               model=found.model, end_ns=span.end_time_unix_nano)
-            self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
+            self._models.setdefault(run_id, []).append(
+                _Model(span.end_time_unix_nano, model, span.span_id.hex(), requested_calls(attrs)))
         else:
             agent = agent_of(attrs)
             if agent is not None:
@@ -126,8 +130,8 @@ class SpanCollector:
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             agents = sorted(self._agents.get(run_id, []))
-            calls = resolve_targets(order_calls(_placeable(self._tools.get(run_id, [])), [m.end_ns for m in models]),
-                                    agents)
+            calls, ends = enclosed_turns(self._tools.get(run_id, []), [(m.span_id, m.end_ns, m.requested) for m in models])
+            calls = resolve_targets(order_calls(_placeable(calls), ends), agents)
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
 
