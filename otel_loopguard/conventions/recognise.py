@@ -15,9 +15,9 @@ from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .mcp import contentless
 from .handoffs import TO, UNKNOWN_AGENT, handoff_arguments, handoff_name, node_of_namespace
-from .spec import (ADK_TRANSFER, AGENT_CONVENTIONS, IGNORED_TOOLS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL, MODEL_CONVENTIONS,
-                   OPENINFERENCE_HANDOFF, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, HandoffConvention, ModelConvention,
-                   ToolConvention)
+from .spec import (ADK_TRANSFER, AGENT_CONVENTIONS, IGNORED_TOOLS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL,
+                   MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, HandoffConvention,
+                   ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).

@@ -2,7 +2,9 @@
 
 Tool spans keep `loopguard.seq` / `loopguard.turn` when the processor set them.
 Otherwise the sequence follows start time (then span id), and a call's turn is
-the number of model spans of the run that ended before it started.
+the number of model spans of the run that ended before it started, or, under a
+model span that is its parent, the turn its record of the conversation gives
+(otlp/order.py, `enclosed_turns`).
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ class SpanCollector:
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             agents = sorted(self._agents.get(run_id, []))
-            calls, ends = enclosed_turns(self._tools.get(run_id, []), [(m.span_id, m.end_ns, m.requested) for m in models])
+            facts = [(m.span_id, m.end_ns, m.requested) for m in models]
+            calls, ends = enclosed_turns(self._tools.get(run_id, []), facts)
             calls = resolve_targets(order_calls(_placeable(calls), ends), agents)
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out

@@ -43,7 +43,8 @@ RECEIVER_GAPS: dict[str, str] = {
              "the audit reads their turns from its record of the conversation (otlp/order.enclosed_turns), the "
              "receiver does not have the model span's id nor its record yet: every call reads as one turn there "
              "(sibling calls, not a repeat or a streak)"
-       for name in ("adk_openinference__repeat", "adk_openinference__repeat__content-off", "adk_openinference__errors")},
+       for name in ("adk_openinference__repeat", "adk_openinference__repeat__content-off",
+                    "adk_openinference__errors")},
     "adk_builtin__handoff-pingpong": "ADK's transfer_to_agent is a handoff by its gen_ai.tool.type and its source "
                                      "agent's gen_ai.agent.name, which the receiver's decode plans do not read yet "
                                      "(spec.TOOL_EXTRA_KEYS): without arguments (content off) the six transfers "

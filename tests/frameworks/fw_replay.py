@@ -83,7 +83,8 @@ def _parent(live: dict[str, Any], s: dict[str, Any]) -> Any:
 def _end(span: Any, s: dict[str, Any], end_ns: int) -> None:
     span.set_attributes(s["attributes"])
     for e in s.get("events", []):
-        span.add_event(e["name"], e.get("attributes", {}), timestamp=BASE_NS + int(e.get("time_ms", s["start_ms"]) * 1e6))
+        at = BASE_NS + int(e.get("time_ms", s["start_ms"]) * 1e6)
+        span.add_event(e["name"], e.get("attributes", {}), timestamp=at)
     if s["status"]["code"] == "ERROR":
         span.set_status(Status(StatusCode.ERROR, s["status"].get("description")))
     elif s["status"]["code"] == "OK":
