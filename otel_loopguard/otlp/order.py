@@ -45,8 +45,8 @@ ModelSpanFacts = tuple[str, int, Mapping[str, int]]
 def enclosed_turns(calls: list[C], models: Sequence[ModelSpanFacts]) -> tuple[list[C], list[int]]:
     """(the calls, the model end times that bound turns). The calls a model span encloses (it is
     their parent) that carry no turn take one from its record: the calls one message asked for
-    share a turn, numbered after every turn the other model spans can give, so none is taken
-    for another's sibling."""
+    share a turn; a call it does not record has a turn of its own. All are numbered after every
+    turn the other model spans can give, so none is taken for another's sibling."""
     parents = {c.parent_id for c in calls if c.turn is None and c.parent_id}
     if not any(span_id in parents for span_id, _, _ in models):
         return calls, [end for _, end, _ in models]
@@ -58,9 +58,17 @@ def enclosed_turns(calls: list[C], models: Sequence[ModelSpanFacts]) -> tuple[li
             base += max(requested.values(), default=0) + 1
     out = []
     for c in calls:
-        first, requested = turns.get(c.parent_id or "", (0, {})) if c.turn is None else (0, {})
+        enclosing = turns.get(c.parent_id or "") if c.turn is None else None
+        if enclosing is None:
+            out.append(c)
+            continue
+        first, requested = enclosing
         position = requested.get(c.call_id) if c.call_id else None
-        out.append(c if position is None else c.renumbered(c.seq, first + position))
+        if position is None:  # not in the record: a turn of its own
+            turn, base = base, base + 1
+        else:
+            turn = first + position
+        out.append(c.renumbered(c.seq, turn))
     return out, ends
 
 

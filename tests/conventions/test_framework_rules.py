@@ -166,7 +166,7 @@ def test_calls_a_model_span_encloses_take_their_turns_from_its_record() -> None:
     calls = [_call(1, "c1a", "llm"), _call(2, "c1b", "llm"), _call(3, "c2", "llm"), _call(4, "cx", "llm")]
     out, ends = enclosed_turns(calls, [("llm", 999, {"c1a": 2, "c1b": 2, "c2": 4})])
     assert ends == []  # its end bounds no turn
-    assert [c.turn for c in out] == [3, 3, 5, None]  # siblings share one; an unrecorded call is its own
+    assert [c.turn for c in out] == [3, 3, 5, 6]  # siblings share one; an unrecorded call has its own
 
 
 def test_negative_control_a_model_span_beside_its_calls_still_bounds_turns() -> None:
