@@ -24,6 +24,7 @@ from ..conventions.recognise import agent_of
 from ..conventions.conversation import requested_calls
 from ..conventions import attributes as conv
 from ..conventions.handoffs import resolve_targets, unresolved
+from .delegations import DelegationTree
 from .order import enclosed_turns, order_calls
 from .values import attributes
 
@@ -54,6 +55,7 @@ class SpanCollector:
         self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
         self.sources: dict[str, dict[Any, None]] = {}  # run id -> where its spans came from, in order
         self._source: Any = None
+        self._tree = DelegationTree()  # managed agents' runs as calls (otlp/delegations.py)
 
     def add(self, request: ExportTraceServiceRequest, source: Any = None) -> None:
         """`source`: where the request came from (the audit's file), noted for each run it has spans of."""
@@ -83,6 +85,7 @@ class SpanCollector:
             agent = agent_of(attrs)
             if agent is not None:
                 self._agents.setdefault(run_id, []).append((span.start_time_unix_nano, agent))
+        self._tree.note(run_id, span, attrs, span_call)
 
     def _note_guards(self, run_id: str, span: Span) -> None:
         for event in span.events:
@@ -133,7 +136,9 @@ class SpanCollector:
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             agents = sorted(self._agents.get(run_id, []))
             facts = [(m.span_id, m.end_ns, m.requested) for m in models]
-            calls, ends = enclosed_turns(self._tools.get(run_id, []), facts)
+            tools = self._tools.get(run_id, [])
+            tools = tools + self._tree.calls(run_id, numbered=any(c.seq >= 1 for c in tools))
+            calls, ends = enclosed_turns(tools, facts)
             calls = resolve_targets(order_calls(_placeable(calls), ends), agents)
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out

@@ -6,7 +6,8 @@ real capture it was learned from (research/conventions/fw_captures/, FINDINGS.md
 - a tool whose `gen_ai.tool.type` is a transfer (Google ADK's `transfer_to_agent`) is a handoff
   from the agent that calls it (`gen_ai.agent.name`) to the agent its arguments name;
 - a model span that is its calls' parent spans them all (Google ADK + OpenInference): its end is
-  no turn boundary, its record of the conversation gives the calls' turns.
+  no turn boundary, its record of the conversation gives the calls' turns;
+- an agent span under a manager's agent span that lists it (smolagents) is a delegation: a call.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from otel_loopguard.audit import audit
 from otel_loopguard.calls import RawCall
 from otel_loopguard.conventions import ToolSpan, recognise
 from otel_loopguard.conventions.conversation import requested_calls
+from otel_loopguard.conventions.delegations import declared_agents, delegated_agent, manager_of
 from otel_loopguard.conventions.handoffs import target_unknown
 from otel_loopguard.conventions.payloads import unwrap_arguments
 from otel_loopguard.otlp.json_format import request_to_json
+from otel_loopguard.otlp.delegations import DelegationTree
 from otel_loopguard.otlp.order import enclosed_turns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,3 +208,65 @@ def test_mutation_calls_moved_beside_the_model_span_read_as_one_turn_again(tmp_p
             s["parent_span_id"] = llm["parent_span_id"]
     names = _findings(doc, tmp_path)
     assert "repeat/stop lookup_order" not in names and "parallel_duplicate/info lookup_order" in names
+
+
+# -- a managed agent's run under its manager is a delegation ---------------------------------
+
+def test_an_agent_span_is_a_delegation_only_under_a_manager_that_lists_it() -> None:
+    links = {"sub": ("step", "agent"), "step": ("root", "other"), "root": ("", "agent"),
+             "inner": ("tool", "agent"), "tool": ("step", "tool")}
+    assert manager_of("sub", links) == "root"
+    assert manager_of("inner", links) is None  # a tool span first: the call is counted already
+    assert manager_of("root", links) is None
+    declared = declared_agents({"smolagents.managed_agents.0.name": "specialist",
+                                "smolagents.managed_agents.0.description": "Answers.", "agent.name": "x"})
+    assert declared == {"specialist"}
+    assert delegated_agent("specialist.run", declared) == "specialist"
+    assert delegated_agent("stranger.run", declared) is None and delegated_agent("specialist", declared) is None
+
+
+def _counts(doc: dict[str, Any], tmp_path: Path) -> tuple[int, list[str]]:
+    cut = tmp_path / "capture.json"
+    cut.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "capture.otlp.json"
+    out.write_text(json.dumps(request_to_json(request_of(cut))) + "\n", encoding="utf-8")
+    reports = audit([out])
+    return sum(len(r.calls) for r in reports), [c.tool for r in reports for c in r.calls]
+
+
+def test_the_smolagents_delegations_are_calls(tmp_path: Path) -> None:
+    calls, tools = _counts(_capture("smol_openinference__delegate-ok"), tmp_path)
+    assert calls == 4 and tools.count("specialist") == 1
+    calls, tools = _counts(_capture("smol_openinference__delegate"), tmp_path)
+    assert calls == 13 and tools.count("specialist") == 4
+
+
+NESTED = ["handoffs/oa_openinference__handoff_pingpong", "handoffs/lg_traceloop__handoff_supervisor",
+          "lc_traceloop__sync__raise"]
+
+
+@pytest.mark.parametrize("capture", NESTED)
+def test_negative_control_nested_agent_spans_of_handoffs_and_wrappers_are_no_calls(capture: str,
+                                                                                   tmp_path: Path) -> None:
+    """OpenAI Agents handoffs and OpenLLMetry's LangGraph / LangChain wrappers nest agent spans
+    under agent spans with no manager's list: no call is added."""
+    path = ROOT / "research" / "conventions" / "captures" / f"{capture}.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    agent_ids = {s["span_id"] for s in doc["spans"] if s["attributes"].get("openinference.span.kind") == "AGENT"}
+    cut = tmp_path / "capture.json"
+    cut.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "capture.otlp.json"
+    out.write_text(json.dumps(request_to_json(request_of(cut))) + "\n", encoding="utf-8")
+    assert not [c for r in audit([out]) for c in r.calls if c.span_id in agent_ids]
+
+
+def test_mutation_without_the_managers_list_the_delegations_are_not_counted(tmp_path: Path) -> None:
+    doc = _capture("smol_openinference__delegate")
+    for s in doc["spans"]:
+        s["attributes"] = {k: v for k, v in s["attributes"].items() if not k.startswith("smolagents.managed_agents.")}
+    assert _counts(doc, tmp_path)[0] == 9
+
+
+def test_a_run_the_processor_numbered_gets_no_delegation() -> None:
+    """Its numbering is dense (the receiver, which cannot see delegations, judges it so)."""
+    assert DelegationTree().calls("run", numbered=True) == []

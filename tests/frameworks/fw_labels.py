@@ -35,18 +35,22 @@ KNOWN_GAPS: dict[str, str] = {
              "batch from consecutive calls; a model span would (OpenInference's LiteLLM/OpenAI instrumentor, or "
              "the event listener, whose captures pass)"
        for name in ("crew_openinference__parallel", "crew_openinference__llm-openai__parallel")},
-    **{name: "a smolagents managed agent is an AGENT span, not a call: its delegations are not counted. Its "
-             "span names no agent and is told from a root agent's only by the span tree (an agent span under "
-             "the manager's, which lists it in smolagents.managed_agents.<n>.name); agent spans under agent "
-             "spans are handoffs or wrappers in 22 other captures (FINDINGS 8.11)"
-       for name in ("smol_openinference__delegate", "smol_openinference__delegate-ok")},
 }
+
+# A delegation the audit reads from the span tree only (install() and the receiver cannot).
+MANAGED_AGENTS = {
+    name: "a smolagents managed agent runs as an AGENT span, no tool span: the audit counts it as a call from "
+          "the span tree (its manager's agent span lists it, otlp/delegations.py); the receiver sees one span at "
+          "a time and the processor numbers a call when its span ends, before its manager's span says it manages it"
+    for name in ("smol_openinference__delegate", "smol_openinference__delegate-ok")}
 
 # What the audit (and install()) judge as labelled but the receiver does not yet, and why: the
 # receiver decodes only the keys its reading plans name (receiver/ingest/decode.py), and these
 # need keys beyond them (conventions/spec.TOOL_EXTRA_KEYS; a model span's id and its record of
-# the conversation, conventions/conversation.py, for otlp/order.enclosed_turns).
+# the conversation, conventions/conversation.py, for otlp/order.enclosed_turns), or the span
+# tree (MANAGED_AGENTS).
 RECEIVER_GAPS: dict[str, str] = {
+    **MANAGED_AGENTS,
     **{name: "ADK + OpenInference: one LLM span per agent run, the parent of every call, ending after them; "
              "the audit reads their turns from its record of the conversation (otlp/order.enclosed_turns), the "
              "receiver does not have the model span's id nor its record yet: every call reads as one turn there "
@@ -64,6 +68,7 @@ RECEIVER_GAPS: dict[str, str] = {
 # what it has seen by then.
 INSTALL_GAPS: dict[str, str] = {
     **KNOWN_GAPS,
+    **MANAGED_AGENTS,
     "adk_builtin__parallel": "ADK's generate_content span ends after the calls it asked for start: in-process the "
                              "first batch's calls have no turn yet (no model span has ended), so A-1 asked in turns "
                              "1 and 2 reads as three decisions (a repeat warn)",
