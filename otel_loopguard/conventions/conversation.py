@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .spec import OPENINFERENCE_MODEL
+
 INPUT = "llm.input_messages."
 OUTPUT = "llm.output_messages."
 CALL_ID = ".tool_call.id"
@@ -23,6 +25,9 @@ def requested_calls(attributes: Mapping[str, Any]) -> dict[str, int]:
     """call id -> the position in the conversation of the message that asked for it: input
     messages by their index, the output messages after them. A call id recorded twice (the
     last request is both the output of one turn and an input of the next) keeps its input."""
+    marker = attributes.get(OPENINFERENCE_MODEL.marker)
+    if type(marker) is not str or marker not in OPENINFERENCE_MODEL.marker_values:
+        return {}  # only OpenInference's LLM spans keep this record: no other span's keys are scanned
     asked: dict[str, int] = {}
     answered: dict[str, int] = {}
     for key, value in attributes.items():

@@ -161,8 +161,10 @@ def test_the_conversation_record_says_which_message_asked_for_each_call() -> Non
              "llm.input_messages.4.message.tool_calls.0.tool_call.id": "c2",
              "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c2",  # also the last request
              "llm.output_messages.0.message.tool_calls.1.tool_call.id": "c3",
-             "llm.input_messages.1.message.content": "c9", "gen_ai.tool.call.id": "c8"}
+             "llm.input_messages.1.message.content": "c9", "gen_ai.tool.call.id": "c8",
+             "openinference.span.kind": "LLM"}
     assert requested_calls(attrs) == {"c1a": 2, "c1b": 2, "c2": 4, "c3": 5}
+    assert requested_calls({**attrs, "openinference.span.kind": "CHAIN"}) == {}  # only an LLM span's record
 
 
 def test_calls_a_model_span_encloses_take_their_turns_from_its_record() -> None:
