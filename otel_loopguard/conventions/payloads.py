@@ -10,13 +10,24 @@ Learned from real spans (research/conventions/FINDINGS.md):
 - OpenLLMetry on LlamaIndex writes the whole ToolOutput: {"tool_name", "tool_kwargs",
   "tool_id", "tool_output": {"blocks", "raw_input", "raw_output", "is_error", ...}}; the
   outcome is `raw_output` and `is_error` (the rest repeats the call, the id changes per call).
+- OpenInference on LlamaIndex records every keyword a tool function receives, the workflow's
+  `Context` too, as Python's default repr: `<workflows.context.context.Context object at
+  0x7f61fcc80d90>`. Such a repr is a handle on an object, not content the call asks with: the
+  address changes every run, the class is the parameter's type. It is masked whole (to a
+  mask with no word in it, so it weighs nothing in an argument sketch either), so two calls
+  that differ in nothing else are one action, and two that differ in one argument stay apart.
 Anything else is returned untouched. Substring tests keep the common path cheap.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Optional
+
+ADDRESS_MARK = " object at 0x"  # Python's default repr: `<module.Class object at 0x7f...>`
+_ADDRESS = re.compile(r"<[A-Za-z_][\w.]* object at 0x[0-9a-fA-F]+>")
+OBJECT_MASK = "<?>"
 
 
 def _parsed(value: Any, needle: str) -> Optional[dict[str, Any]]:
@@ -33,11 +44,17 @@ def _parsed(value: Any, needle: str) -> Optional[dict[str, Any]]:
 
 def unwrap_arguments(value: Any) -> Any:
     if type(value) is str and '"input_str"' not in value:
-        return value  # the common case, settled without a call
+        # the common case, settled without a call
+        return value if ADDRESS_MARK not in value else without_addresses(value)
     obj = _parsed(value, '"input_str"')
     if obj is not None and "input_str" in obj and "inputs" in obj:
         return obj["inputs"]
     return value
+
+
+def without_addresses(text: str) -> str:
+    """Text with each default object repr (`<pkg.Class object at 0x...>`) masked."""
+    return _ADDRESS.sub(OBJECT_MASK, text)
 
 
 NUDGE_MARK = "\n\n[loop guard] "  # what the guard appends to a text result on warn

@@ -14,10 +14,10 @@ from typing import Any, Mapping, Optional, Union
 from .attributes import DUPLICATE_OF, OUTCOME, TOOL_NAME
 from .payloads import unwrap_arguments, unwrap_result
 from .mcp import contentless
-from .handoffs import TO, handoff_arguments, handoff_name, node_of_namespace
-from .spec import (AGENT_CONVENTIONS, IGNORED_TOOLS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL, MODEL_CONVENTIONS,
-                   OPENINFERENCE_HANDOFF, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, HandoffConvention, ModelConvention,
-                   ToolConvention)
+from .handoffs import TO, UNKNOWN_AGENT, handoff_arguments, handoff_name, node_of_namespace
+from .spec import (ADK_TRANSFER, AGENT_CONVENTIONS, IGNORED_TOOLS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MCP_TOOL,
+                   MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, HandoffConvention,
+                   ModelConvention, ToolConvention)
 
 # OpenLLMetry names the tool in gen_ai.tool.name on some frameworks, in
 # traceloop.entity.name on others (research/conventions/FINDINGS.md).
@@ -116,6 +116,9 @@ def _tool(conv: ToolConvention, attributes: Mapping[str, Any], status_error: boo
         return None
     if tool is None and name.startswith(OPENINFERENCE_HANDOFF.span_name_prefix) and conv.marker == OPENINFERENCE_HANDOFF.marker:
         return _handoff(OPENINFERENCE_HANDOFF, attributes, status_error)
+    tool_type = attributes.get(ADK_TRANSFER.type_key)
+    if type(tool_type) is str and tool_type in ADK_TRANSFER.types:
+        return _transfer(conv, attributes, status_error)
     call_id = _first(attributes, conv.call_id)
     raw_result = _first(attributes, conv.result)
     if type(raw_result) is str and raw_result.startswith(LANGGRAPH_HANDOFF.result_prefixes):
@@ -143,6 +146,30 @@ def _handoff(conv: HandoffConvention, attributes: Mapping[str, Any], status_erro
         tool=tagged if type(tagged) is str and tagged else handoff_name(source, target),
         call_id=None,
         arguments=handoff_arguments(source, target),
+        result={TO: target} if target else None,
+        error=_is_error(attributes, status_error),
+    )
+
+
+def _transfer(conv: ToolConvention, attributes: Mapping[str, Any], status_error: bool) -> ToolSpan:
+    """A transfer tool as a handoff. Without its arguments (content capture off) the target is
+    `?`, never the agent that acts next: the processor tags the call when it ends, as the
+    receiver and the audit then read it, so the three agree (a ping-pong is still a cycle
+    between the two sources' handoffs)."""
+    source = _agent(_first(attributes, ADK_TRANSFER.from_agent))
+    arguments = unwrap_arguments(_first(attributes, conv.arguments))
+    if type(arguments) is str:
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = None
+    target = _agent(arguments.get(ADK_TRANSFER.target_argument)) if isinstance(arguments, dict) else None
+    tagged = attributes.get(TOOL_NAME)
+    return ToolSpan(
+        convention=conv.name,
+        tool=tagged if type(tagged) is str and tagged else handoff_name(source, target),
+        call_id=None,
+        arguments=handoff_arguments(source, target or UNKNOWN_AGENT),
         result={TO: target} if target else None,
         error=_is_error(attributes, status_error),
     )

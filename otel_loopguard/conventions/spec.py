@@ -164,6 +164,49 @@ OPENINFERENCE_HANDOFF = HandoffConvention(
     span_name_prefix="handoff to ",
 )
 
+@dataclass(frozen=True)
+class TransferTool:
+    """A tool call whose tool type says it hands the run to another agent: a handoff from the
+    agent that calls it to the agent its arguments name. Google ADK's `transfer_to_agent`
+    (`gen_ai.tool.type=TransferToAgentTool`, the caller in `gen_ai.agent.name`, the target in
+    the `agent_name` argument, recorded only with content capture on)."""
+
+    type_key: str
+    types: frozenset[str]
+    from_agent: tuple[str, ...]
+    target_argument: str
+
+
+ADK_TRANSFER = TransferTool(type_key="gen_ai.tool.type", types=frozenset({"TransferToAgentTool"}),
+                            from_agent=("gen_ai.agent.name",), target_argument="agent_name")
+# What recognise() reads of a tool span beyond its convention's keys (a reader that decodes
+# only the keys recognise() needs, as the receiver does, must read these too).
+TOOL_EXTRA_KEYS = (ADK_TRANSFER.type_key, *ADK_TRANSFER.from_agent)
+
+
+@dataclass(frozen=True)
+class ManagedAgents:
+    """An agent span that lists the agents it manages (smolagents + OpenInference:
+    `smolagents.managed_agents.<n>.name` on the manager's `<agent>.run` AGENT span). A listed
+    agent's own agent span under it, with no tool span between, is the manager delegating to it:
+    a call of that agent, its task the arguments and its answer the result. Only the span tree
+    tells it (the managed agent's span names no agent but in its span name, `<agent>.<method>`)."""
+
+    marker: str
+    marker_values: frozenset[str]
+    declared_prefix: str
+    declared_suffix: str
+    tool_marker_values: frozenset[str]  # the marker's values of a tool span: a call already
+    arguments: tuple[str, ...]
+    result: tuple[str, ...]
+
+
+SMOLAGENTS_MANAGED = ManagedAgents(marker="openinference.span.kind", marker_values=frozenset({"AGENT", "agent"}),
+                                   declared_prefix="smolagents.managed_agents.", declared_suffix=".name",
+                                   tool_marker_values=frozenset({"TOOL", "tool"}), arguments=("input.value",),
+                                   result=("output.value",))
+
+
 # Handoffs with a marker of their own, checked after the tool conventions (a marker value of
 # a tool convention is a tool span first).
 MARKED_HANDOFFS = (GENAI_HANDOFF, TRACELOOP_HANDOFF)

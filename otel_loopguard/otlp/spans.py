@@ -2,15 +2,17 @@
 
 Tool spans keep `loopguard.seq` / `loopguard.turn` when the processor set them.
 Otherwise the sequence follows start time (then span id), and a call's turn is
-the number of model spans of the run that ended before it started.
+the number of model spans of the run that ended before it started, or, under a
+model span that is its parent, the turn its record of the conversation gives
+(otlp/order.py, `enclosed_turns`).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -19,9 +21,11 @@ from ..calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCa
 from ..conventions.sketches import from_attributes
 from ..conventions import ModelSpan, ToolSpan, recognise
 from ..conventions.recognise import agent_of
+from ..conventions.conversation import requested_calls
 from ..conventions import attributes as conv
 from ..conventions.handoffs import resolve_targets, unresolved
-from .order import order_calls
+from .delegations import DelegationTree
+from .order import enclosed_turns, order_calls
 from .values import attributes
 
 _ERROR = Status.STATUS_CODE_ERROR
@@ -32,6 +36,8 @@ DECISION_EVENT = "loopguard.decision"
 class _Model:
     end_ns: int
     call: ModelCall
+    span_id: str = ""
+    requested: Mapping[str, int] = field(default_factory=dict)  # conventions/conversation.py
 
 
 class SpanCollector:
@@ -49,6 +55,7 @@ class SpanCollector:
         self.tool_calls = 0  # tool spans seen so far (the audit says which files held none)
         self.sources: dict[str, dict[Any, None]] = {}  # run id -> where its spans came from, in order
         self._source: Any = None
+        self._tree = DelegationTree()  # managed agents' runs as calls (otlp/delegations.py)
 
     def add(self, request: ExportTraceServiceRequest, source: Any = None) -> None:
         """`source`: where the request came from (the audit's file), noted for each run it has spans of."""
@@ -72,11 +79,13 @@ class SpanCollector:
         elif isinstance(found, ModelSpan):
             model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                               model=found.model, end_ns=span.end_time_unix_nano)
-            self._models.setdefault(run_id, []).append(_Model(span.end_time_unix_nano, model))
+            self._models.setdefault(run_id, []).append(
+                _Model(span.end_time_unix_nano, model, span.span_id.hex(), requested_calls(attrs)))
         else:
             agent = agent_of(attrs)
             if agent is not None:
                 self._agents.setdefault(run_id, []).append((span.start_time_unix_nano, agent))
+        self._tree.note(run_id, span, attrs, span_call)
 
     def _note_guards(self, run_id: str, span: Span) -> None:
         for event in span.events:
@@ -126,8 +135,11 @@ class SpanCollector:
             models = sorted(self._models.get(run_id, []), key=lambda m: m.end_ns)
             numbered = [replace(m.call, turn=i) for i, m in enumerate(models, start=1)]
             agents = sorted(self._agents.get(run_id, []))
-            calls = resolve_targets(order_calls(_placeable(self._tools.get(run_id, [])), [m.end_ns for m in models]),
-                                    agents)
+            facts = [(m.span_id, m.end_ns, m.requested) for m in models]
+            tools = self._tools.get(run_id, [])
+            tools = tools + self._tree.calls(run_id, numbered=any(c.seq >= 1 for c in tools))
+            calls, ends = enclosed_turns(tools, facts)
+            calls = resolve_targets(order_calls(_placeable(calls), ends), agents)
             out.append((run_id, calls, numbered, self._facts.get(run_id)))
         return out
 
