@@ -1,0 +1,92 @@
+"""The adapter for LlamaIndex agents: the guard as a wrapper around each tool.
+
+    from otel_loopguard.enforce.llamaindex import guard_tools
+
+    guard = otel_loopguard.guard()
+    agent = FunctionAgent(tools=guard_tools([FunctionTool.from_defaults(fn=lookup_order)], guard), llm=llm)
+    # ReActAgent, CodeActAgent and the agents of an AgentWorkflow alike
+
+Every call of a wrapped tool (`FunctionTool`, `QueryEngineTool`, any `BaseTool`) asks the
+guard first (`LoopguardTool.acall` / `call`). A denied call is answered with a
+`ToolOutput(is_error=True)` holding the guard's message: the wrapped tool never runs (and
+opens no tool span), and a `return_direct` tool's denial does not end the run as its answer. A
+call that ran is recorded with its output (`is_error`, or an exception, re-raised so the
+workflow reports it to the model as it would, as a failure); an enforced warn is added to the
+output's text as the nudge. Once the guard has stopped the run, every denial ends with seed
+001's wrap-up instruction (wrapper.py): the model's next request reads it last and the agent
+ends on its answer; `loop_guard` is recorded as the run's ending.
+
+Runs: `with guard.run(...)`, else the trace (the processor's default run id), else the
+process-wide run "local" (docs/guard.md, "Runs"). A `FunctionTool` whose function takes the
+workflow's `Context` cannot be wrapped (the workflow hands the Context to FunctionTools only):
+LoopguardTool refuses it. The AgentWorkflow's own `handoff` tool is not wrapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from llama_index.core.tools import FunctionTool
+from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, ToolOutput, adapt_to_async_tool
+
+from .guard import Guard
+from .wrapper import GuardedCall
+
+
+class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool types are untyped for mypy here
+    """`tool`, each call asked of `guard` first; the same metadata (name, schema)."""
+
+    def __init__(self, tool: BaseTool, guard: Guard):
+        if isinstance(tool, FunctionTool) and tool.requires_context:
+            raise TypeError(f"LoopguardTool: {tool.metadata.get_name()} takes the workflow Context, which the "
+                            "workflow hands to a FunctionTool only; leave it unwrapped (docs/frameworks.md)")
+        self.wrapped: AsyncBaseTool = adapt_to_async_tool(tool)
+        self.guard = guard
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.wrapped.metadata
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        call = self._check(args, kwargs)
+        if call.denied:
+            return self._denied(call, kwargs)
+        try:
+            output = self.wrapped.call(*args, **kwargs)
+        except Exception as exc:
+            call.failed(exc)
+            raise
+        return self._ran(call, output)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        call = self._check(args, kwargs)
+        if call.denied:
+            return self._denied(call, kwargs)
+        try:
+            output = await self.wrapped.acall(*args, **kwargs)
+        except Exception as exc:
+            call.failed(exc)
+            raise
+        return self._ran(call, output)
+
+    def _check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GuardedCall:
+        arguments = dict(kwargs) if not args else {"args": list(args), **kwargs}
+        return GuardedCall(self.guard, self.metadata.get_name(), arguments)
+
+    def _denied(self, call: GuardedCall, kwargs: dict[str, Any]) -> ToolOutput:
+        text = call.denial()
+        return ToolOutput(content=text, tool_name=call.tool, raw_input=dict(kwargs), raw_output=text, is_error=True)
+
+    def _ran(self, call: GuardedCall, output: ToolOutput) -> ToolOutput:
+        if output.is_error:
+            call.failed(output.content)
+            return output
+        nudged = call.succeeded(output.content)
+        if nudged != output.content:
+            output.content = nudged  # the text the model reads; raw_output stays the tool's own
+        return output
+
+
+def guard_tools(tools: Iterable[BaseTool], guard: Guard) -> list[BaseTool]:
+    """Each tool wrapped (a LoopguardTool already wrapped is kept as it is)."""
+    return [t if isinstance(t, LoopguardTool) else LoopguardTool(t, guard) for t in tools]
