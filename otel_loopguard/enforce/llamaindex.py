@@ -24,13 +24,24 @@ LoopguardTool refuses it. The AgentWorkflow's own `handoff` tool is not wrapped.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
+from llama_index.core.instrumentation import DISPATCHER_SPAN_DECORATED_ATTR
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, ToolOutput, adapt_to_async_tool
 
 from .guard import Guard
 from .wrapper import GuardedCall
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _no_span_of_its_own(method: F) -> F:
+    """LlamaIndex traces every tool subclass's call/acall; the wrapped tool's span is the
+    call's one tool span (a second around it would count each call twice), and a denied call
+    has none. Its dispatcher skips a method carrying this marker."""
+    setattr(method, DISPATCHER_SPAN_DECORATED_ATTR, True)
+    return method
 
 
 class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool types are untyped for mypy here
@@ -47,6 +58,7 @@ class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool t
     def metadata(self) -> ToolMetadata:
         return self.wrapped.metadata
 
+    @_no_span_of_its_own
     def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
         call = self._check(args, kwargs)
         if call.denied:
@@ -58,6 +70,7 @@ class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool t
             raise
         return self._ran(call, output)
 
+    @_no_span_of_its_own
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         call = self._check(args, kwargs)
         if call.denied:

@@ -56,7 +56,7 @@ def main(argv: list) -> int:
     class ScriptedModel(Model):
         def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kw):
             last = _text(messages[-1]) if messages else ""
-            told = ec.WRAP_UP if last.rstrip().endswith(ec.WRAP_UP) else ""
+            told = ec.WRAP_UP if ec.WRAP_UP in last else ""  # CodeAgent: before its "Last output" line
             returns = [last.strip().removeprefix("Observation:").strip()] if messages and messages[-1].role in (MessageRole.TOOL_RESPONSE, MessageRole.USER) \
                 and len(requests) else []
             requests.append({"tools": sorted(t.name for t in tools_to_call_from or []), "told": told,
