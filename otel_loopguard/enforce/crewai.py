@@ -5,8 +5,8 @@
     hooks = LoopguardHooks(otel_loopguard.guard()).register()   # before crew.kickoff()
     crew.kickoff()
 
-Before each tool call of every agent (native function calling and the ReAct text path alike),
-CrewAI runs its `before_tool_call` hooks: the guard is asked there, and a denied call is
+Before each tool call of every agent (native function calling, and the ReAct text path, which
+runs the same hooks), CrewAI runs its `before_tool_call` hooks: the guard is asked there, and a denied call is
 blocked (the hook returns False), so CrewAI never runs the tool; the `after_tool_call` hook
 then hands the model the guard's message instead of CrewAI's "blocked by hook". A call that ran
 is recorded with its result (CrewAI's "Error executing tool: ..." as a failure); an enforced

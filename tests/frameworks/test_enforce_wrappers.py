@@ -168,3 +168,35 @@ def test_an_observe_only_tool_and_the_kill_switch_block_nothing(runs: dict[Any, 
         assert run["invoked"] == [A1] * 5 and run["final"].startswith("error: ToolExecutionFailedError")
     else:
         assert run["invoked"] == [A1] * 8 and run["final"] == "done"
+
+
+REFUSED = """
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
+import otel_loopguard
+from otel_loopguard.enforce.llamaindex import LoopguardTool
+
+async def remember(ctx: Context, note: str) -> str:
+    \"\"\"Keep a note in the workflow's state.\"\"\"
+    return note
+
+async def lookup(order_id: str) -> str:
+    \"\"\"Look up an order.\"\"\"
+    return order_id
+
+guard = otel_loopguard.guard(key="frameworks-li-key-8Rv3nHs6")
+LoopguardTool(FunctionTool.from_defaults(async_fn=lookup), guard)  # a plain tool is wrapped
+try:
+    LoopguardTool(FunctionTool.from_defaults(async_fn=remember), guard)
+except TypeError as exc:
+    print(exc)
+"""
+
+
+def test_a_llamaindex_tool_taking_the_workflow_context_is_refused() -> None:
+    """The workflow hands its Context to FunctionTools only: wrapped, such a tool would get none."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHON"))}
+    proc = subprocess.run([str(PYTHON), "-c", REFUSED], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("LoopguardTool: remember takes the workflow Context")
