@@ -19,8 +19,9 @@ as the run's ending (docs/guard.md, "Wrap-up"). CrewAI's hooks cannot withdraw t
 that request (the executor passes its own tool list), so a call the model makes anyway is
 denied, and the agent ends on the model's answer.
 
-CrewAI copies the global LLM hooks into each agent executor when the executor is made (at
-kickoff): register before `kickoff()`. `unregister()` removes the hooks.
+CrewAI copies the global LLM hooks into an agent's executor when it makes it, at the agent's
+first kickoff, and keeps that executor: register before the first `kickoff()`.
+`unregister()` removes the hooks (an executor's copy of the LLM hook then does nothing).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class LoopguardHooks:
         return self
 
     def unregister(self) -> None:
-        """Remove the hooks (executors made before keep their copy of the LLM hook)."""
+        """Remove the hooks."""
         unregister_before_tool_call_hook(self.before_tool_call)
         unregister_after_tool_call_hook(self.after_tool_call)
         unregister_before_llm_call_hook(self.before_llm_call)
@@ -114,6 +115,8 @@ class LoopguardHooks:
         return None
 
     def before_llm_call(self, context: Any) -> None:
+        if not self._registered:
+            return None  # an executor's copy, made before unregister()
         run_id = _run_id(context)
         with self._lock:
             self._turns.put(run_id, (self._turns.get(run_id) or 0) + 1)
