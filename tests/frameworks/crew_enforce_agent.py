@@ -75,9 +75,14 @@ def main(argv: list) -> int:
         """Look up an order's shipping."""
         return ec.get_shipping(invoked, order_id)
 
+    @tool("flaky_tool")
+    def flaky_tool(x: int, mode: str) -> str:
+        """A tool that always fails."""
+        return ec.flaky_tool(invoked, x, mode)
+
     hooks = LoopguardHooks(guard).register()
     agent = Agent(role="Order agent", goal="Answer where an order is", backstory="You look up orders.",
-                  tools=[lookup_order, get_shipping], llm=ScriptedLLM(model="scripted-model"), max_iter=25,
+                  tools=[lookup_order, get_shipping, flaky_tool], llm=ScriptedLLM(model="scripted-model"), max_iter=25,
                   verbose=False, cache=False)
     task = Task(description="Where is order A-1?", expected_output="The order's status.", agent=agent)
     try:

@@ -9,6 +9,7 @@ guard must let run):
   observe_tool  as repeat, with lookup_order observe-only in the policy
   kill_switch   as repeat, with the process switched to observe (otel_loopguard.set_mode)
   four          lookup_order(A-1) four times, then "done"
+  errors        flaky_tool(x=1..8), which raises each time, then "done": failures are recorded
 
 The tools append (name, arguments) to `invoked` when their body runs. The report is one JSON
 line: {"invoked", "requests": [{"tools", "told": the request's last instruction, "returns":
@@ -25,9 +26,10 @@ from typing import Any
 
 from otel_loopguard.enforce.guard import WRAP_UP
 
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors")
 A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
-__all__ = ["WRAP_UP", "SCENARIOS", "arguments", "setup", "script", "step", "report", "lookup_order", "get_shipping"]
+__all__ = ["WRAP_UP", "SCENARIOS", "arguments", "setup", "script", "step", "report", "lookup_order", "get_shipping",
+           "flaky_tool"]
 
 
 def arguments(argv: list, name: str) -> tuple[str, str]:
@@ -40,6 +42,8 @@ def arguments(argv: list, name: str) -> tuple[str, str]:
 def script(scenario: str) -> list:
     if scenario == "healthy":
         return [[("lookup_order", A1)], [("get_shipping", A1)], [("lookup_order", B2)], "done"]
+    if scenario == "errors":
+        return [[("flaky_tool", {"x": i, "mode": "fast"})] for i in range(1, 9)] + ["done"]
     return [[("lookup_order", A1)] for _ in range(4 if scenario == "four" else 8)] + ["done"]
 
 
@@ -80,6 +84,11 @@ def lookup_order(invoked: list, order_id: str) -> str:
 def get_shipping(invoked: list, order_id: str) -> str:
     invoked.append(("get_shipping", {"order_id": order_id}))
     return f"order {order_id}: ships tomorrow"
+
+
+def flaky_tool(invoked: list, x: int, mode: str) -> str:
+    invoked.append(("flaky_tool", {"x": x, "mode": mode}))
+    raise RuntimeError(f"upstream timeout ({mode} #{x})")
 
 
 def report(provider: Any, exporter: Any, out_path: str, invoked: list, requests: list, final: str) -> None:

@@ -57,7 +57,11 @@ def main(argv: list) -> int:
         """Look up an order's shipping."""
         return ec.get_shipping(invoked, order_id)
 
-    tools = guard_tools([FunctionTool.from_defaults(fn=f) for f in (lookup_order, get_shipping)], guard)
+    def flaky_tool(x: int, mode: str) -> str:
+        """A tool that always fails."""
+        return ec.flaky_tool(invoked, x, mode)
+
+    tools = guard_tools([FunctionTool.from_defaults(fn=f) for f in (lookup_order, get_shipping, flaky_tool)], guard)
     agent = FunctionAgent(name="order_agent", description="Looks up orders.", system_prompt="Look up orders.",
                           tools=tools, llm=MockFunctionCallingLLM(response_generator=generator, is_chat_model=True),
                           streaming=False)

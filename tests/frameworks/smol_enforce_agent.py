@@ -88,8 +88,18 @@ def main(argv: list) -> int:
         """
         return ec.get_shipping(invoked, order_id)
 
+    @tool
+    def flaky_tool(x: int, mode: str) -> str:
+        """A tool that always fails.
+
+        Args:
+            x: a number
+            mode: a mode
+        """
+        return ec.flaky_tool(invoked, x, mode)
+
     cls = CodeAgent if kind == "code" else ToolCallingAgent
-    agent = cls(tools=guard_tools([lookup_order, get_shipping], guard), model=ScriptedModel(model_id="scripted-model"),
+    agent = cls(tools=guard_tools([lookup_order, get_shipping, flaky_tool], guard), model=ScriptedModel(model_id="scripted-model"),
                 max_steps=20, verbosity_level=0, name="order_agent")
     final = agent.run("Where is order A-1?")
     ec.report(provider, exporter, out_path, invoked, requests, str(final))

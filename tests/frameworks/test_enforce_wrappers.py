@@ -33,7 +33,7 @@ ADAPTERS = {
     "smolagents": ("smol_enforce_agent.py", ()),
     "llamaindex": ("li_enforce_agent.py", ()),
 }
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors")
 # smolagents' CodeAgent, whose code calls the wrapped tools: the loop only
 EXTRA = {("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code",))}
 DENIED = "Not executed: loop guard"
@@ -141,6 +141,18 @@ def test_a_healthy_run_is_untouched(runs: dict[Any, Any], adapter: str) -> None:
     assert run["final"] == "done" and _wrap_ups(run) == [] and _ends(run) == []
     assert not [e for s in run["spans"] for n, e in s["events"] if n == "loopguard.decision"]
     assert len(_tools(run)) == 3 + (adapter == "smolagents")  # smolagents answers through its final_answer tool
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_calls_that_failed_are_recorded_as_failures(runs: dict[Any, Any], adapter: str) -> None:
+    """Four failing calls in a row stop the run (an error streak): the guard saw them fail
+    (CrewAI's "Error executing tool: ..." result, an exception smolagents and LlamaIndex report)."""
+    run = runs[adapter, "errors"]
+    assert run["invoked"] == [["flaky_tool", {"x": i, "mode": "fast"}] for i in range(1, 5)]
+    assert len(_wrap_ups(run)) == 1 and run["final"] == f"wrap-up: {WRAP_UP}" and _ends(run) == ["loop_guard"]
+    # CrewAI's LLM hook sees the stop before the model's next request; the wrappers, at its next call
+    assert [e["loopguard.finding.kind"] for e in _adapter_decisions(run, "deny")] == (
+        [] if adapter == "crewai" else ["error_streak"])
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
