@@ -46,8 +46,9 @@ def main(argv: list) -> int:
         step = f"wrap-up: {ec.WRAP_UP}" if told else ec.step(script, requests)
         if isinstance(step, str):
             return ChatMessage(role=MessageRole.ASSISTANT, content=step)
-        return ChatMessage(role=MessageRole.ASSISTANT, content="", additional_kwargs={"tool_calls": [
-            ToolSelection(tool_id=f"c{len(requests)}_{j}", tool_name=n, tool_kwargs=a) for j, (n, a) in enumerate(step)]})
+        calls = [ToolSelection(tool_id=f"c{len(requests)}_{j}", tool_name=n, tool_kwargs=a)
+                 for j, (n, a) in enumerate(step)]
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", additional_kwargs={"tool_calls": calls})
 
     def lookup_order(order_id: str) -> str:
         """Look up an order's status."""

@@ -50,15 +50,15 @@ def main(argv: list) -> int:
     def code(calls: list) -> ChatMessage:
         lines = [f"print({n}(**{a!r}))" if n != "final_answer" else f"final_answer({a['answer']!r})"
                  for n, a in calls]
-        return ChatMessage(role=MessageRole.ASSISTANT, content="Thought: next.\n<code>\n" + "\n".join(lines) + "\n</code>",
-                           token_usage=TokenUsage(50, 5))
+        text = "Thought: next.\n<code>\n" + "\n".join(lines) + "\n</code>"
+        return ChatMessage(role=MessageRole.ASSISTANT, content=text, token_usage=TokenUsage(50, 5))
 
     class ScriptedModel(Model):
         def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kw):
             last = _text(messages[-1]) if messages else ""
             told = ec.WRAP_UP if ec.WRAP_UP in last else ""  # CodeAgent: before its "Last output" line
-            returns = [last.strip().removeprefix("Observation:").strip()] if messages and messages[-1].role in (MessageRole.TOOL_RESPONSE, MessageRole.USER) \
-                and len(requests) else []
+            observed = requests and messages[-1].role in (MessageRole.TOOL_RESPONSE, MessageRole.USER)
+            returns = [last.strip().removeprefix("Observation:").strip()] if observed else []
             requests.append({"tools": sorted(t.name for t in tools_to_call_from or []), "told": told,
                              "returns": returns})
             step = f"wrap-up: {ec.WRAP_UP}" if told else ec.step(script, requests)
@@ -99,8 +99,9 @@ def main(argv: list) -> int:
         return ec.flaky_tool(invoked, x, mode)
 
     cls = CodeAgent if kind == "code" else ToolCallingAgent
-    agent = cls(tools=guard_tools([lookup_order, get_shipping, flaky_tool], guard), model=ScriptedModel(model_id="scripted-model"),
-                max_steps=20, verbosity_level=0, name="order_agent")
+    tools = guard_tools([lookup_order, get_shipping, flaky_tool], guard)
+    agent = cls(tools=tools, model=ScriptedModel(model_id="scripted-model"), max_steps=20, verbosity_level=0,
+                name="order_agent")
     final = agent.run("Where is order A-1?")
     ec.report(provider, exporter, out_path, invoked, requests, str(final))
     return 0
