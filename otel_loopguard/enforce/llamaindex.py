@@ -17,20 +17,28 @@ output's text as the nudge. Once the guard has stopped the run, every denial end
 ends on its answer; `loop_guard` is recorded as the run's ending.
 
 Runs: `with guard.run(...)`, else the trace (the processor's default run id), else the
-process-wide run "local" (docs/guard.md, "Runs"). A `FunctionTool` whose function takes the
+process-wide run "local" (docs/guard.md, "Runs"). Turns: LlamaIndex tells a tool nothing of the
+model response it answers, so the adapter counts each run's model requests (its instrumentation
+events, `LLMChatStartEvent`); the calls of one response share a turn. A `FunctionTool` whose function takes the
 workflow's `Context` cannot be wrapped (the workflow hands the Context to FunctionTools only):
 LoopguardTool refuses it. The AgentWorkflow's own `handoff` tool is not wrapped.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, TypeVar
+import threading
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
-from llama_index.core.instrumentation import DISPATCHER_SPAN_DECORATED_ATTR
+from llama_index.core.instrumentation import DISPATCHER_SPAN_DECORATED_ATTR, get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.llm import LLMChatStartEvent
 from llama_index.core.tools import FunctionTool
+from pydantic import PrivateAttr
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, ToolOutput, adapt_to_async_tool
 
-from .guard import Guard
+from ..bounded import BoundedMap
+from .decorator import current_run_id
+from .guard import MAX_RUNS, Guard
 from .wrapper import GuardedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,6 +61,7 @@ class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool t
                             "workflow hands to a FunctionTool only; leave it unwrapped (docs/frameworks.md)")
         self.wrapped: AsyncBaseTool = adapt_to_async_tool(tool)
         self.guard = guard
+        self._requests = _model_requests()  # counting before the agent's first request
 
     @property
     def metadata(self) -> ToolMetadata:
@@ -84,7 +93,7 @@ class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool t
 
     def _check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> GuardedCall:
         arguments = dict(kwargs) if not args else {"args": list(args), **kwargs}
-        return GuardedCall(self.guard, self.metadata.get_name(), arguments)
+        return GuardedCall(self.guard, self.metadata.get_name(), arguments, self._requests.turn)
 
     def _denied(self, call: GuardedCall, kwargs: dict[str, Any]) -> ToolOutput:
         text = call.denial()
@@ -98,6 +107,42 @@ class LoopguardTool(AsyncBaseTool):  # type: ignore[misc]  # LlamaIndex's tool t
         if nudged != output.content:
             output.content = nudged  # the text the model reads; raw_output stays the tool's own
         return output
+
+
+class _ModelRequests(BaseEventHandler):  # type: ignore[misc]
+    """Each run's model requests so far, counted from LlamaIndex's events: the turn of the
+    calls that answer the last one."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LoopguardModelRequests"
+
+    _counts: BoundedMap[str, int] = PrivateAttr(default_factory=lambda: BoundedMap(MAX_RUNS))
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def handle(self, event: Any, **kwargs: Any) -> None:
+        if isinstance(event, LLMChatStartEvent):
+            run_id = current_run_id()
+            with self._lock:
+                self._counts.put(run_id, (self._counts.get(run_id) or 0) + 1)
+
+    def turn(self, run_id: str) -> Optional[int]:
+        with self._lock:
+            return self._counts.get(run_id)
+
+
+_REQUESTS: Optional[_ModelRequests] = None
+_REQUESTS_LOCK = threading.Lock()
+
+
+def _model_requests() -> _ModelRequests:
+    """The one counter, on LlamaIndex's root dispatcher from the first wrapped tool on."""
+    global _REQUESTS
+    with _REQUESTS_LOCK:
+        if _REQUESTS is None:
+            _REQUESTS = _ModelRequests()
+            get_dispatcher().add_event_handler(_REQUESTS)
+        return _REQUESTS
 
 
 def guard_tools(tools: Iterable[BaseTool], guard: Guard) -> list[BaseTool]:

@@ -1,9 +1,9 @@
 """The adapter for smolagents: the guard as a wrapper around each `Tool`.
 
-    from otel_loopguard.enforce.smolagents import guard_tools
+    from otel_loopguard.enforce.smolagents import guard_agent
 
     guard = otel_loopguard.guard()
-    agent = ToolCallingAgent(tools=guard_tools([lookup_order, search_cases], guard), model=model)
+    agent = guard_agent(ToolCallingAgent(tools=[lookup_order, search_cases], model=model), guard)
     # CodeAgent too: the code it writes calls the wrappers
 
 Every call of a wrapped tool asks the guard first (`LoopguardTool.__call__`, which both
@@ -16,20 +16,25 @@ instruction (wrapper.py): the model's next request reads it last, and it answers
 `final_answer`, the one way a smolagents agent ends a run (the agent's own tool, never
 wrapped). `loop_guard` is recorded as the run's ending.
 
-Runs: `with guard.run(...)`, else the trace (the processor's default run id), else the
-process-wide run "local" (docs/guard.md, "Runs"). smolagents tells a tool nothing of the step
-it runs in, so calls of one model response are not known as siblings. A managed agent is not
-a tool: guard its own tools.
+`guard_agent` wraps the agent's tools in place (before `run()`: a CodeAgent hands its tools to
+its executor then) and gives each call the agent's step as its turn, so the calls of one model
+response are siblings (parallel identical calls are not a repeat). `guard_tools(tools, guard)`
+wraps tools before the agent is made, without turns. A managed agent is not a tool: guard its
+own agent. Runs: `with guard.run(...)`, else the trace (the processor's default run id), else
+the process-wide run "local" (docs/guard.md, "Runs").
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 from smolagents import Tool
 
 from .guard import Guard
 from .wrapper import GuardedCall
+
+FINAL_ANSWER = "final_answer"  # the agent's own way to end a run: never denied
+A = TypeVar("A")
 
 
 class LoopguardTool(Tool):  # type: ignore[misc]  # smolagents ships no type hints for mypy here
@@ -37,9 +42,10 @@ class LoopguardTool(Tool):  # type: ignore[misc]  # smolagents ships no type hin
 
     skip_forward_signature_validation = True  # forward() takes what the wrapped tool takes
 
-    def __init__(self, tool: Tool, guard: Guard):
+    def __init__(self, tool: Tool, guard: Guard, turn: Optional[Callable[[str], Optional[int]]] = None):
         self.wrapped = tool
         self.guard = guard
+        self.turn = turn  # run id -> the model response a call answers (the agent's step), when known
         self.name = tool.name
         self.description = tool.description
         self.inputs = tool.inputs
@@ -52,7 +58,7 @@ class LoopguardTool(Tool):  # type: ignore[misc]  # smolagents ships no type hin
         return self.wrapped.forward(*args, **kwargs)
 
     def __call__(self, *args: Any, sanitize_inputs_outputs: bool = False, **kwargs: Any) -> Any:
-        call = GuardedCall(self.guard, self.name, self._arguments(args, kwargs))
+        call = GuardedCall(self.guard, self.name, self._arguments(args, kwargs), self.turn)
         if call.denied:
             return call.denial()
         try:
@@ -71,5 +77,15 @@ class LoopguardTool(Tool):  # type: ignore[misc]  # smolagents ships no type hin
 
 
 def guard_tools(tools: Iterable[Tool], guard: Guard) -> list[Tool]:
-    """Each tool wrapped (a LoopguardTool already wrapped is kept as it is)."""
+    """Each tool wrapped (a LoopguardTool already wrapped is kept as it is), without turns."""
     return [t if isinstance(t, LoopguardTool) else LoopguardTool(t, guard) for t in tools]
+
+
+def guard_agent(agent: A, guard: Guard) -> A:
+    """The agent's tools wrapped in place, each call's turn its step; `final_answer` and
+    managed agents are left as they are. Returns the agent."""
+    tools: dict[str, Any] = agent.tools  # type: ignore[attr-defined]  # smolagents' public mapping
+    for name, tool in list(tools.items()):
+        if name != FINAL_ANSWER and not isinstance(tool, LoopguardTool):
+            tools[name] = LoopguardTool(tool, guard, turn=lambda _run: getattr(agent, "step_number", None))
+    return agent

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable, Optional
 
 from ..bounded import BoundedSet
 from .decorator import current_run_id, late_warning, nudge, record_decision
@@ -29,11 +29,15 @@ class GuardedCall:
 
     __slots__ = ("guard", "tool", "run_id", "decision")
 
-    def __init__(self, guard: Guard, tool: str, arguments: Any):
+    def __init__(self, guard: Guard, tool: str, arguments: Any,
+                 turn: Optional[Callable[[str], Optional[int]]] = None):
+        """`turn(run_id)`: the model response the call answers, when the adapter knows it
+        (calls of one response are siblings, never a repeat of each other)."""
         self.guard = guard
         self.tool = tool
         self.run_id = current_run_id()  # `with guard.run(...)`, else the trace, else "local"
-        self.decision: Decision = guard.check(tool, arguments, run_id=self.run_id)
+        self.decision: Decision = guard.check(tool, arguments, run_id=self.run_id,
+                                              turn=turn(self.run_id) if turn is not None else None)
         record_decision(self.decision, tool)  # before the framework opens the tool's span
 
     @property

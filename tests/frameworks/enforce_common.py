@@ -10,6 +10,7 @@ guard must let run):
   kill_switch   as repeat, with the process switched to observe (otel_loopguard.set_mode)
   four          lookup_order(A-1) four times, then "done"
   errors        flaky_tool(x=1..8), which raises each time, then "done": failures are recorded
+  parallel      one model response asking lookup_order(A-1) five times, then "done": siblings
 
 The tools append (name, arguments) to `invoked` when their body runs. The report is one JSON
 line: {"invoked", "requests": [{"tools", "told": the request's last instruction, "returns":
@@ -26,7 +27,7 @@ from typing import Any
 
 from otel_loopguard.enforce.guard import WRAP_UP
 
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors", "parallel")
 A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
 __all__ = ["WRAP_UP", "SCENARIOS", "arguments", "setup", "script", "step", "report", "lookup_order", "get_shipping",
            "flaky_tool"]
@@ -42,6 +43,8 @@ def arguments(argv: list, name: str) -> tuple[str, str]:
 def script(scenario: str) -> list:
     if scenario == "healthy":
         return [[("lookup_order", A1)], [("get_shipping", A1)], [("lookup_order", B2)], "done"]
+    if scenario == "parallel":
+        return [[("lookup_order", A1)] * 5, "done"]
     if scenario == "errors":
         return [[("flaky_tool", {"x": i, "mode": "fast"})] for i in range(1, 9)] + ["done"]
     return [[("lookup_order", A1)] for _ in range(4 if scenario == "four" else 8)] + ["done"]

@@ -2,9 +2,11 @@
 
 Run with .venv-fw, never imported by pytest (test_enforce_wrappers.py runs it):
 
-    .venv-fw/bin/python tests/frameworks/smol_enforce_agent.py SCENARIO OUT.pb [tools|code]
+    .venv-fw/bin/python tests/frameworks/smol_enforce_agent.py SCENARIO OUT.pb [tools|code|code_tools]
 
-A ToolCallingAgent (or a CodeAgent: `code`) with a scripted Model, no network; OpenInference's
+A ToolCallingAgent under `guard_agent` (`code`: a CodeAgent under `guard_agent`, whose code makes
+a turn's calls one after the other; `code_tools`: a CodeAgent made with `guard_tools`, no turns)
+with a scripted Model, no network; OpenInference's
 smolagents instrumentation, install() tagging the spans, the guard enforcing. Scenarios:
 enforce_common.SCENARIOS. A request whose last observation ends with the wrap-up instruction
 is answered with final_answer("wrap-up: <it>"). Prints one JSON line (enforce_common.report).
@@ -37,7 +39,7 @@ def main(argv: list) -> int:
     from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
     from smolagents.monitoring import TokenUsage
 
-    from otel_loopguard.enforce.smolagents import guard_tools
+    from otel_loopguard.enforce.smolagents import guard_agent, guard_tools
 
     script = ec.script(scenario)
 
@@ -63,7 +65,7 @@ def main(argv: list) -> int:
                              "returns": returns})
             step = f"wrap-up: {ec.WRAP_UP}" if told else ec.step(script, requests)
             calls = [("final_answer", {"answer": step})] if isinstance(step, str) else step
-            return code(calls) if kind == "code" else tool_calls(calls)
+            return code(calls) if kind.startswith("code") else tool_calls(calls)
 
     smolagents.ScriptedModel = ScriptedModel  # traced as a built-in model (research/conventions/smol_run.py)
     from openinference.instrumentation.smolagents import SmolagentsInstrumentor
@@ -98,10 +100,14 @@ def main(argv: list) -> int:
         """
         return ec.flaky_tool(invoked, x, mode)
 
-    cls = CodeAgent if kind == "code" else ToolCallingAgent
-    tools = guard_tools([lookup_order, get_shipping, flaky_tool], guard)
-    agent = cls(tools=tools, model=ScriptedModel(model_id="scripted-model"), max_steps=20, verbosity_level=0,
-                name="order_agent")
+    cls = CodeAgent if kind.startswith("code") else ToolCallingAgent
+    tools = [lookup_order, get_shipping, flaky_tool]
+    if kind == "code_tools":  # the tools wrapped before the agent is made (no turns)
+        agent = cls(tools=guard_tools(tools, guard), model=ScriptedModel(model_id="scripted-model"), max_steps=20,
+                    verbosity_level=0, name="order_agent")
+    else:  # the agent's tools wrapped in place, each call's turn its step
+        agent = guard_agent(cls(tools=tools, model=ScriptedModel(model_id="scripted-model"), max_steps=20,
+                                verbosity_level=0, name="order_agent"), guard)
     final = agent.run("Where is order A-1?")
     ec.report(provider, exporter, out_path, invoked, requests, str(final))
     return 0

@@ -33,9 +33,11 @@ ADAPTERS = {
     "smolagents": ("smol_enforce_agent.py", ()),
     "llamaindex": ("li_enforce_agent.py", ()),
 }
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors")
-# smolagents' CodeAgent, whose code calls the wrapped tools: the loop only
-EXTRA = {("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code",))}
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors", "parallel")
+# smolagents' CodeAgent, whose code calls the wrapped tools: made with guard_tools (no turns),
+# and under guard_agent, whose turn is the agent's step (a code block's calls run one by one)
+EXTRA = {("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code_tools",)),
+         ("smolagents_code", "parallel"): ("smol_enforce_agent.py", ("code",))}
 DENIED = "Not executed: loop guard"
 A1 = ["lookup_order", {"order_id": "A-1"}]
 if not PYTHON.exists():
@@ -153,6 +155,21 @@ def test_calls_that_failed_are_recorded_as_failures(runs: dict[Any, Any], adapte
     # CrewAI's LLM hook sees the stop before the model's next request; the wrappers, at its next call
     assert [e["loopguard.finding.kind"] for e in _adapter_decisions(run, "deny")] == (
         [] if adapter == "crewai" else ["error_streak"])
+
+
+@pytest.mark.parametrize("adapter", [*ADAPTERS, "smolagents_code"])
+def test_identical_calls_of_one_model_response_are_siblings_not_a_repeat(runs: dict[Any, Any], adapter: str) -> None:
+    """Five identical calls asked at once share a turn (CrewAI: its LLM hook counts the
+    requests; smolagents: `guard_agent` reads the agent's step, which a CodeAgent's code block,
+    calling one after the other, shows; LlamaIndex: the adapter counts LLMChatStartEvents):
+    none is denied."""
+    run = runs[adapter, "parallel"]
+    assert run["invoked"] == [A1] * 5
+    assert _adapter_decisions(run, "deny") == [] and _wrap_ups(run) == [] and _ends(run) == []
+    if adapter == "crewai":  # CrewAI's own repeated-call stop does not know siblings
+        assert run["final"].startswith("error: ToolExecutionFailedError")
+    else:
+        assert run["final"] == "done"
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
