@@ -4,7 +4,7 @@
 
     guard = otel_loopguard.guard()
     agent = FunctionAgent(tools=guard_tools([FunctionTool.from_defaults(fn=lookup_order)], guard), llm=llm)
-    # ReActAgent, CodeActAgent and the agents of an AgentWorkflow alike
+    # the workflow agents (ReActAgent, an AgentWorkflow's agents) call tools through the same step
 
 Every call of a wrapped tool (`FunctionTool`, `QueryEngineTool`, any `BaseTool`) asks the
 guard first (`LoopguardTool.acall` / `call`). A denied call is answered with a
@@ -13,15 +13,16 @@ opens no tool span), and a `return_direct` tool's denial does not end the run as
 call that ran is recorded with its output (`is_error`, or an exception, re-raised so the
 workflow reports it to the model as it would, as a failure); an enforced warn is added to the
 output's text as the nudge. Once the guard has stopped the run, every denial ends with seed
-001's wrap-up instruction (wrapper.py): the model's next request reads it last and the agent
-ends on its answer; `loop_guard` is recorded as the run's ending.
+001's wrap-up instruction (wrapper.py): the model's next request carries it last and the
+agent ends on its answer; `loop_guard` is recorded as the run's ending.
 
 Runs: `with guard.run(...)`, else the trace (the processor's default run id), else the
 process-wide run "local" (docs/guard.md, "Runs"). Turns: LlamaIndex tells a tool nothing of the
-model response it answers, so the adapter counts each run's model requests (its instrumentation
-events, `LLMChatStartEvent`); the calls of one response share a turn. A `FunctionTool` whose function takes the
-workflow's `Context` cannot be wrapped (the workflow hands the Context to FunctionTools only):
-LoopguardTool refuses it. The AgentWorkflow's own `handoff` tool is not wrapped.
+model response it answers, so the adapter counts each run's model requests (its
+instrumentation events, `LLMChatStartEvent`); the calls of one response share a turn. A
+`FunctionTool` whose function takes the workflow's `Context` cannot be wrapped (the workflow
+hands the Context to FunctionTools only): LoopguardTool refuses it. The AgentWorkflow's own
+`handoff` tool is not wrapped.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from llama_index.core.instrumentation import DISPATCHER_SPAN_DECORATED_ATTR, get
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import LLMChatStartEvent
 from llama_index.core.tools import FunctionTool
-from pydantic import PrivateAttr
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, ToolOutput, adapt_to_async_tool
+from opentelemetry import trace
+from pydantic import PrivateAttr
 
 from ..bounded import BoundedMap
-from .decorator import current_run_id
+from .decorator import LOCAL_RUN, scoped_run_id
 from .guard import MAX_RUNS, Guard
 from .wrapper import GuardedCall
 
@@ -122,7 +124,7 @@ class _ModelRequests(BaseEventHandler):  # type: ignore[misc]
 
     def handle(self, event: Any, **kwargs: Any) -> None:
         if isinstance(event, LLMChatStartEvent):
-            run_id = current_run_id()
+            run_id = _run_id()
             with self._lock:
                 self._counts.put(run_id, (self._counts.get(run_id) or 0) + 1)
 
@@ -143,6 +145,16 @@ def _model_requests() -> _ModelRequests:
             _REQUESTS = _ModelRequests()
             get_dispatcher().add_event_handler(_REQUESTS)
         return _REQUESTS
+
+
+def _run_id() -> str:
+    """The run the calls will be judged in (wrapper.py: decorator.current_run_id), without its
+    warning about the shared run: a model request outside any agent is no call."""
+    scoped = scoped_run_id()
+    if scoped is not None:
+        return scoped
+    span = trace.get_current_span().get_span_context()
+    return format(span.trace_id, "032x") if span.is_valid else LOCAL_RUN
 
 
 def guard_tools(tools: Iterable[BaseTool], guard: Guard) -> list[BaseTool]:

@@ -12,7 +12,7 @@ guard's message as the tool's output: the wrapped tool never runs (and opens no 
 call that ran is recorded with its result (an exception as a failure, and re-raised, so
 smolagents reports it to the model as it would); an enforced warn is added to a text result as
 the nudge. Once the guard has stopped the run, every denial ends with seed 001's wrap-up
-instruction (wrapper.py): the model's next request reads it last, and it answers through
+instruction (wrapper.py): the model's next request carries it, and it answers through
 `final_answer`, the one way a smolagents agent ends a run (the agent's own tool, never
 wrapped). `loop_guard` is recorded as the run's ending.
 
