@@ -36,6 +36,7 @@ from ..fingerprint import Fingerprinter, fingerprint_call
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
+from .open_models import OpenModels
 from .root import RootMarks
 from .sdk_shape import attributes_of, copy_span
 
@@ -126,6 +127,8 @@ class Tagger:
         self._warned_twice = False
         # Traces with a stop, until their root span passes (root.py); None: roots left as they are.
         self.root_marks: Optional[RootMarks] = RootMarks(config.max_runs) if config.mark_root else None
+        # Inference spans noted at start and not yet ended (the span processor notes them)
+        self.open_models = OpenModels(config.max_runs)
 
     @property
     def key_id(self) -> str:
@@ -139,6 +142,8 @@ class Tagger:
 
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
+        if self.open_models.count:
+            self.open_models.ended(span)  # in end order: calls that ended before it were numbered
         attrs = _attributes_copy(span)
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
@@ -211,7 +216,7 @@ class Tagger:
             state = self._state(run_id)
             state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
-            turn = state.turn_at(span.start_time or 0)
+            turn = self._turn(state, span)
             numbered = state.seq
         self._to_root(span.context.trace_id, run_id == format(span.context.trace_id, "032x"), numbered)
         action = state.fp.action(found.tool, found.arguments).digest
@@ -339,6 +344,7 @@ class Tagger:
     def at_fork_reinit(self) -> None:
         """In a forked child: the parent's worker may have held the lock when it forked."""
         self._lock = threading.Lock()
+        self.open_models.at_fork_reinit()
         if self.root_marks is not None:
             self.root_marks.at_fork_reinit()
 
@@ -365,7 +371,7 @@ class Tagger:
             arguments=found.arguments,
             result=found.result,
             ok=not found.error,
-            turn=state.turn_at(start or 0),
+            turn=self._turn(state, span),
             call_id=found.call_id,
             span_id=format(ctx.span_id, "016x"),
             start_ns=start,
@@ -374,6 +380,14 @@ class Tagger:
             parent_id=format(parent.span_id, "016x") if parent else None,
         )
         return fingerprint_call(raw, state.fp)
+
+    def _turn(self, state: _RunState, span: ReadableSpan) -> Optional[int]:
+        """The model decisions that ended before the call started; one more when a model span
+        still open encloses it (open_models.py): its turn is the one that span's end counts."""
+        turn = state.turn_at(span.start_time or 0)
+        if self.open_models.count and self.open_models.encloses(span):
+            return (turn or 0) + 1
+        return turn
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
         if self._config.redact:

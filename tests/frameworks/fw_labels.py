@@ -69,9 +69,6 @@ RECEIVER_GAPS: dict[str, str] = {
 INSTALL_GAPS: dict[str, str] = {
     **KNOWN_GAPS,
     **MANAGED_AGENTS,
-    "adk_builtin__parallel": "ADK's generate_content span ends after the calls it asked for start: in-process the "
-                             "first batch's calls have no turn yet (no model span has ended), so A-1 asked in turns "
-                             "1 and 2 reads as three decisions (a repeat warn)",
 }
 
 
