@@ -11,7 +11,7 @@ no turn (otlp/order.py's rule), so it is left out.
 
 Shared by the application's threads (a span's start, a plain span's end) and the worker (a tool or
 model span's end, in end order), so guarded by a lock; a name test on the application's thread, the
-rest only for spans with an inference name.
+rest only for spans with an inference name (INFERENCE_NAME_PREFIXES, tested at each span's start).
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ from typing import Any
 # The GenAI semantic conventions' inference operations, as they open a span's name.
 INFERENCE_NAME_PREFIXES = ("chat ", "generate_content ", "text_completion ")
 MAX_OPEN_PER_TRACE = 64  # open inference spans remembered per trace (oldest forgotten first)
-
-
-def named_inference(span: Any) -> bool:
-    """Cheap, for the application's thread: is this span named as an inference?"""
-    name = span.name
-    return isinstance(name, str) and name.startswith(INFERENCE_NAME_PREFIXES)
 
 
 class OpenModels:

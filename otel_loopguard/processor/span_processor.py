@@ -22,7 +22,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .sdk_shape import attributes_of, on_ending
-from .open_models import named_inference
+from .open_models import INFERENCE_NAME_PREFIXES
 from .tagger import MARKER_KEYS, Tagger
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -118,7 +118,7 @@ class LoopguardSpanProcessor(SpanProcessor):
             # is an inference span that may end after the calls it asks for.
             if keys is None or not plain.keys().isdisjoint(keys):
                 self._reserve(span)
-            if named_inference(span):  # a model span that may end after the calls it asks for
+            if span.name.startswith(INFERENCE_NAME_PREFIXES):  # may end after the calls it asks for
                 self._open.started(span)
         except Exception:
             self._log_error("numbering a span")

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from otel_loopguard.audit import audit
 from otel_loopguard.otlp.json_format import request_to_json
-from otel_loopguard.processor.open_models import MAX_OPEN_PER_TRACE, OpenModels, named_inference
+from otel_loopguard.processor.open_models import MAX_OPEN_PER_TRACE, OpenModels
 
 from .helpers import Stack, decisions, tags
 
@@ -150,11 +150,14 @@ def test_a_model_span_started_after_the_call_does_not_enclose_it() -> None:
         assert not models.encloses(earlier) and models.count == 0
 
 
-def test_only_inference_names_are_noted() -> None:
-    tracer = TracerProvider().get_tracer("t")
-    names = ["chat gpt-4o", "generate_content gemini", "text_completion m", "execute_tool chat",
-             "chatbot", "invoke_agent chat", "generate_contents x"]
-    assert [named_inference(tracer.start_span(n)) for n in names] == [True, True, True, False, False, False, False]
+@pytest.mark.parametrize("name, turns", [
+    ("chat gpt-4o", [1, 1, 2, 2]), ("text_completion m", [1, 1, 2, 2]),  # the GenAI inference names
+    ("chatbot", [None, None, 1, 1]), ("execute_tool chat", [None, None, 1, 1]),
+    ("invoke_agent chat", [None, None, 1, 1]), ("generate_contents m", [None, None, 1, 1]),
+])
+def test_only_inference_names_open_a_turn(stack: Stack, name: str, turns: list[Optional[int]]) -> None:
+    _run(stack, PARALLEL, model_name=name)
+    assert _turns(stack) == turns
 
 
 def test_memory_is_bounded_when_model_spans_never_end() -> None:
@@ -182,3 +185,20 @@ def test_concurrent_runs_keep_their_own_turns(stacks: Any) -> None:
         by_run.setdefault(tags(s)["loopguard.run.id"], []).append(tags(s).get("loopguard.turn"))
     assert sorted(by_run.values()) == [[1, 1, 2, 2]] * 4
     assert not any(k.startswith("repeat/") for k in _kinds(stack))
+
+
+def test_a_failing_record_of_open_model_spans_never_reaches_the_application(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenModels raising at a span's start or end: the app's spans still end and are exported,
+    the calls exported (at start: the old numbering; at end: the span passed on untagged)."""
+    def broken(self: OpenModels, span: Any) -> None:
+        raise RuntimeError("open models exploded")
+
+    monkeypatch.setattr(OpenModels, "started", broken)
+    _run(stack, PARALLEL)
+    assert _turns(stack) == [None, None, 1, 1]  # nothing noted: the old numbering, no crash
+    monkeypatch.undo()
+    monkeypatch.setattr(OpenModels, "ended", broken)
+    _run(stack, PARALLEL)  # spans noted, closing them fails: the app still sees nothing
+    assert len(stack.tool_spans()) == 8  # every call exported (the second run's untagged)
