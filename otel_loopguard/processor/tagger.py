@@ -164,6 +164,10 @@ class Tagger:
             # ended before that agent starts, so it is left to the receiver and the audit,
             # which order the run first (conventions/handoffs.py).
             return span
+        return self._call(span, attrs, found, delegated)
+
+    def _call(self, span: ReadableSpan, attrs: dict[str, Any], found: ToolSpan, delegated: bool) -> ReadableSpan:
+        """A tool call (or a delegation) to number, judge and tag."""
         ctx = span.context
         trace_hex = format(ctx.trace_id, "032x")
         # A handoff is the orchestration's action, not the agent's: never agent-scoped (each
