@@ -22,6 +22,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .sdk_shape import attributes_of, on_ending
+from .open_models import INFERENCE_NAME_PREFIXES
 from .tagger import MARKER_KEYS, Tagger
 
 _log = logging.getLogger("otel_loopguard.processor")
@@ -58,6 +59,7 @@ class LoopguardSpanProcessor(SpanProcessor):
         self._marks = tagger.root_marks  # None: roots are handed on as they are
         self._start_keys = tagger.start_keys
         self._reserve = tagger.reserve
+        self._open = tagger.open_models
         # Hooks are looked up on each span, as the SDK's own multi-processor does: a
         # processor patched after install (tests, instrumentation) must still be honoured.
         self._delegates: list[SpanProcessor] = list(delegates)
@@ -112,9 +114,12 @@ class LoopguardSpanProcessor(SpanProcessor):
             plain = attributes_of(span)
             keys = self._start_keys
             # Only a span marked as a tool at start is numbered now (dispatch order);
-            # one C-level set test settles every other span.
+            # one C-level set test settles every other span, and one name test whether it
+            # is an inference span that may end after the calls it asks for.
             if keys is None or not plain.keys().isdisjoint(keys):
                 self._reserve(span)
+            if span.name.startswith(INFERENCE_NAME_PREFIXES):  # may end after the calls it asks for
+                self._open.started(span)
         except Exception:
             self._log_error("numbering a span")
         for delegate in self._delegates:
@@ -134,10 +139,15 @@ class LoopguardSpanProcessor(SpanProcessor):
         try:
             plain = attributes_of(span)
             pending = self._pending
-            if not plain.keys().isdisjoint(MARKER_KEYS):
+            marked = not plain.keys().isdisjoint(MARKER_KEYS)
+            if self._open.count and not marked:  # no model span by its attributes: it encloses no call
+                self._open.ended(span)
+            if marked:
                 if self._queue(span):
-                    return
+                    return  # the worker closes it (open_models.py), in end order
                 self.passed_untagged += 1
+                if self._open.count:
+                    self._open.ended(span)
                 span = self._tagger.untagged(span)  # still redacted when redaction is on
             elif (pending or self._busy) and self._queue(_Plain(span)):
                 # Tool spans that ended before this one are still being tagged: this one waits

@@ -36,6 +36,8 @@ from ..fingerprint import Fingerprinter, fingerprint_call
 from ..mode import span_mode
 from ..policy_source import PolicySource
 from .config import ProcessorConfig
+from .delegations import ManagedAgents
+from .open_models import OpenModels
 from .root import RootMarks
 from .sdk_shape import attributes_of, copy_span
 
@@ -126,6 +128,10 @@ class Tagger:
         self._warned_twice = False
         # Traces with a stop, until their root span passes (root.py); None: roots left as they are.
         self.root_marks: Optional[RootMarks] = RootMarks(config.max_runs) if config.mark_root else None
+        # Inference spans noted at start and not yet ended (the span processor notes them)
+        self.open_models = OpenModels(config.max_runs)
+        # The span tree of traces where a manager agent lists managed agents (smolagents)
+        self.managed = ManagedAgents(config.max_runs)
 
     @property
     def key_id(self) -> str:
@@ -139,12 +145,18 @@ class Tagger:
 
     def tag(self, span: ReadableSpan) -> ReadableSpan:
         """The span to export: a tagged copy for tool spans, the span itself otherwise."""
+        if self.open_models.count:
+            self.open_models.ended(span)  # in end order: calls that ended before it were numbered
         attrs = _attributes_copy(span)
         found = recognise(attrs, span.status.status_code == StatusCode.ERROR, span.name)
         if isinstance(found, ModelSpan):
             return self._model(span, attrs, found)
+        delegated = False
         if not isinstance(found, ToolSpan):
-            return self.mark_root(span)  # an agent's root (`invoke_agent`) carries a marker key too
+            found = self._delegation(span, attrs)
+            if found is None:
+                return self.mark_root(span)  # an agent's root (`invoke_agent`) carries a marker key too
+            delegated = True
         if conv.ARGS_DIGEST in attrs:
             return span  # tagged already (a second install)
         if target_unknown(found):
@@ -152,11 +164,15 @@ class Tagger:
             # ended before that agent starts, so it is left to the receiver and the audit,
             # which order the run first (conventions/handoffs.py).
             return span
+        return self._call(span, attrs, found, delegated)
+
+    def _call(self, span: ReadableSpan, attrs: dict[str, Any], found: ToolSpan, delegated: bool) -> ReadableSpan:
+        """A tool call (or a delegation) to number, judge and tag."""
         ctx = span.context
         trace_hex = format(ctx.trace_id, "032x")
         # A handoff is the orchestration's action, not the agent's: never agent-scoped (each
         # agent invocation is a scope of its own, which would hide a ping-pong between them).
-        run_id = self._run_id(span, attrs, trace_hex, scoped=not is_handoff(found.tool))
+        run_id = self._run_id(span, attrs, trace_hex, scoped=not is_handoff(found.tool), by_parent=delegated)
         if attrs.get(conv.DISPATCHED) is False:
             return self._denied(span, attrs, found, run_id)
         scope = _scope(span)
@@ -211,7 +227,7 @@ class Tagger:
             state = self._state(run_id)
             state.reserved_by.pop(span.context.span_id, None)
             seq = state.reserved.pop(span.context.span_id, 0) or self._next_seq(state)
-            turn = state.turn_at(span.start_time or 0)
+            turn = self._turn(state, span)
             numbered = state.seq
         self._to_root(span.context.trace_id, run_id == format(span.context.trace_id, "032x"), numbered)
         action = state.fp.action(found.tool, found.arguments).digest
@@ -237,14 +253,15 @@ class Tagger:
         plain = attributes_of(span)
         if self._config.agent_scopes:
             self._note_scope(span, plain)
-        if not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS):
+        delegation = bool(plain) and self.managed.started(span, plain)
+        if not delegation and (not plain or not any(_is(plain.get(c.marker), c.marker_values) for c in TOOL_CONVENTIONS)):
             return
         name = self._config.run_id_attribute
         if name and name not in plain:
             return  # the run is not known yet: numbered at end
         run_id = str(plain[name]) if name else format(span.context.trace_id, "032x")
         if not span.name.startswith(HANDOFF_SPAN_PREFIX):  # a handoff is never agent-scoped (tag)
-            run_id = self._scoped(run_id, span)
+            run_id = self._scoped(run_id, span, by_parent=delegation)
         with self._lock:
             state = self._state(run_id)
             if len(state.reserved) < MAX_RESERVED:
@@ -254,11 +271,19 @@ class Tagger:
                 state.reserved_by[span.context.span_id] = (scope, span.start_time or 0)
 
     def _run_id(self, span: ReadableSpan, attrs: dict[str, Any], trace_hex: Optional[str] = None,
-                scoped: bool = True) -> str:
+                scoped: bool = True, by_parent: bool = False) -> str:
+        """by_parent: the run of the agent scope the span starts in (a managed agent's span is
+        a scope of its own, but its call is its manager's)."""
         name = self._config.run_id_attribute
         value = attrs.get(name) if name else None
         run_id = str(value) if value else trace_hex or format(span.context.trace_id, "032x")
-        return self._scoped(run_id, span) if scoped else run_id
+        return self._scoped(run_id, span, by_parent) if scoped else run_id
+
+    def _delegation(self, span: ReadableSpan, attrs: dict[str, Any]) -> Optional[ToolSpan]:
+        """A managed agent's span as the call of that agent (delegations.py), else None."""
+        if not self.managed.active:
+            return None
+        return self.managed.delegation(span, attrs, span.status.status_code == StatusCode.ERROR)
 
     def _note_scope(self, span: Any, attrs: Any) -> None:
         if any(_is(attrs.get(key), values) for key, values in AGENT_MARKERS):
@@ -269,11 +294,12 @@ class Tagger:
         if scope is not None:
             self._scopes.put(span.context.span_id, scope)
 
-    def _scoped(self, run_id: str, span: Any) -> str:
+    def _scoped(self, run_id: str, span: Any, by_parent: bool = False) -> str:
         """A subagent's calls are a run of their own: <run>/<agent span id>."""
         if not self._config.agent_scopes:
             return run_id
-        scope = self._scopes.get(span.context.span_id)
+        parent = span.parent
+        scope = self._scopes.get(parent.span_id if by_parent and parent is not None else span.context.span_id)
         return f"{run_id}/{scope:016x}" if scope is not None else run_id
 
     def _state(self, run_id: str) -> _RunState:
@@ -339,6 +365,8 @@ class Tagger:
     def at_fork_reinit(self) -> None:
         """In a forked child: the parent's worker may have held the lock when it forked."""
         self._lock = threading.Lock()
+        self.open_models.at_fork_reinit()
+        self.managed.at_fork_reinit()
         if self.root_marks is not None:
             self.root_marks.at_fork_reinit()
 
@@ -365,7 +393,7 @@ class Tagger:
             arguments=found.arguments,
             result=found.result,
             ok=not found.error,
-            turn=state.turn_at(start or 0),
+            turn=self._turn(state, span),
             call_id=found.call_id,
             span_id=format(ctx.span_id, "016x"),
             start_ns=start,
@@ -374,6 +402,14 @@ class Tagger:
             parent_id=format(parent.span_id, "016x") if parent else None,
         )
         return fingerprint_call(raw, state.fp)
+
+    def _turn(self, state: _RunState, span: ReadableSpan) -> Optional[int]:
+        """The model decisions that ended before the call started; one more when a model span
+        still open encloses it (open_models.py): its turn is the one that span's end counts."""
+        turn = state.turn_at(span.start_time or 0)
+        if self.open_models.count and self.open_models.encloses(span):
+            return (turn or 0) + 1
+        return turn
 
     def _copy(self, span: ReadableSpan, attrs: dict[str, Any], tags: dict[str, Any], findings: list[Finding]) -> ReadableSpan:
         if self._config.redact:

@@ -37,11 +37,13 @@ KNOWN_GAPS: dict[str, str] = {
        for name in ("crew_openinference__parallel", "crew_openinference__llm-openai__parallel")},
 }
 
-# A delegation the audit reads from the span tree only (install() and the receiver cannot).
+# A delegation read from the span tree: the audit (otlp/delegations.py) and install() (the processor
+# keeps the tree from span starts in a trace whose agent span lists managed agents,
+# processor/delegations.py) count it; the receiver cannot.
 MANAGED_AGENTS = {
-    name: "a smolagents managed agent runs as an AGENT span, no tool span: the audit counts it as a call from "
-          "the span tree (its manager's agent span lists it, otlp/delegations.py); the receiver sees one span at "
-          "a time and the processor numbers a call when its span ends, before its manager's span says it manages it"
+    name: "a smolagents managed agent runs as an AGENT span, no tool span: the audit and install() count it as a "
+          "call from the span tree (its manager's agent span lists it); the receiver sees one span at a time, "
+          "with no tree to tell it by"
     for name in ("smol_openinference__delegate", "smol_openinference__delegate-ok")}
 
 # What the audit (and install()) judge as labelled but the receiver does not yet, and why: the
@@ -68,10 +70,6 @@ RECEIVER_GAPS: dict[str, str] = {
 # what it has seen by then.
 INSTALL_GAPS: dict[str, str] = {
     **KNOWN_GAPS,
-    **MANAGED_AGENTS,
-    "adk_builtin__parallel": "ADK's generate_content span ends after the calls it asked for start: in-process the "
-                             "first batch's calls have no turn yet (no model span has ended), so A-1 asked in turns "
-                             "1 and 2 reads as three decisions (a repeat warn)",
 }
 
 
