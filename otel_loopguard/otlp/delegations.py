@@ -3,8 +3,8 @@
 The audit and calibrate see whole traces: each OpenInference span's parent and kind is kept,
 and each agent span named `<agent>.<method>` as a candidate call of that agent; once the run is
 read, a candidate whose nearest agent ancestor lists the agent as one it manages is a call.
-A run the processor numbered gets none: its numbering is dense and has no place for them, and
-the receiver, which sees one span at a time, cannot tell them either.
+A run the processor numbered gets none here: the processor tags its delegations as calls itself
+(processor/delegations.py). The receiver, which keeps no span tree, cannot tell them.
 """
 
 from __future__ import annotations
