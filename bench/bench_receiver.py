@@ -60,6 +60,7 @@ from otel_loopguard.receiver.ingest import decoder as decode_module
 from otel_loopguard.receiver.ingest.decode import path as decode_path
 from otel_loopguard.receiver.ingest.decoder import decode
 from otel_loopguard.receiver.ingest.dedupe import SpanDeduper
+from otel_loopguard.receiver.ops import pauses
 from otel_loopguard.receiver.ops.metrics import Metrics
 from otel_loopguard.receiver.front.service import parse_request
 
@@ -311,7 +312,27 @@ def _sender(port: int, payloads: list[bytes], queue: Any) -> None:
     queue.put((t0, time.monotonic(), sent))
 
 
-def end_to_end(runs: int) -> dict[str, Any]:
+@contextlib.contextmanager
+def serve_collections() -> Iterator[None]:
+    """The cyclic collector as `serve` runs it (receiver/ops/pauses.py: full passes only when no
+    request is in hand), not CPython's own, which walks this whole process (the sink, the
+    payloads) while a request waits; the bench's own again afterwards."""
+    threshold = gc.get_threshold()
+    pauses.take_over()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def end_to_end(runs: int, serve_gc: bool = True) -> dict[str, Any]:
+    """`serve_gc` False: the collector left to CPython, as in a receiver embedded in a program."""
+    with serve_collections() if serve_gc else contextlib.nullcontext():
+        return _end_to_end(runs)
+
+
+def _end_to_end(runs: int) -> dict[str, Any]:
     from otel_loopguard.receiver.serve.server import start
 
     sink = _Sink()

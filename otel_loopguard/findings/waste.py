@@ -10,7 +10,8 @@ tool calls, seconds with its span from the first call's start to the last call's
 A run's waste is the union of its loop findings' calls (a `repeat` and the `no_progress`
 over the same calls count them once), with the model decisions inside each episode.
 
-One sort of the model decisions and prefix sums: O(n log n) per run, then O(log n) a finding.
+The model decisions kept sorted with prefix sums as they come (O(1) each when they come in end
+order), then O(log n) a finding.
 """
 
 from __future__ import annotations
@@ -71,18 +72,36 @@ class RunTotals:
 class ModelIndex:
     """The run's model decisions by end time, with running sums: any window's tokens and cost
     in two bisections. None, or none with an end time: not known (an agent's calls come from
-    its decisions: a run without any was recorded without them), so no tokens are claimed."""
+    its decisions: a run without any was recorded without them), so no tokens are claimed.
+
+    Built as decisions come (`add`): one arriving in end order is appended with its sum, one
+    arriving earlier is placed among them and the sums after it done again, in the same order
+    as one sort of them all would (ties keep their order of arrival), so the figures are those
+    of an index built at once."""
 
     def __init__(self, models: Optional[Iterable[ModelCall]], price_for: Callable[[Optional[str]], Optional[Price]]):
-        timed = sorted((m for m in models or () if m.end_ns), key=lambda m: m.end_ns or 0)
-        self.known = bool(timed)
-        self._ends = [m.end_ns or 0 for m in timed]
+        self._price_for = price_for
+        self.known = False
+        self._ends: list[int] = []
+        self._rows: list[tuple[int, int, float, bool]] = []  # each decision's input, output, cost, unpriced
         self._sums: list[tuple[int, int, float, int]] = [(0, 0, 0.0, 0)]  # input, output, cost, unpriced
-        for m in timed:
-            i, o, c, u = self._sums[-1]
-            price = price_for(m.model)
-            cost = 0.0 if price is None else (m.input_tokens * price.input + m.output_tokens * price.output) / 1e6
-            self._sums.append((i + m.input_tokens, o + m.output_tokens, c + cost, u + (price is None)))
+        for m in models or ():
+            self.add(m)
+
+    def add(self, m: ModelCall) -> None:
+        """One more decision (one without an end time says nothing about a window)."""
+        if not m.end_ns:
+            return
+        self.known = True
+        price = self._price_for(m.model)
+        cost = 0.0 if price is None else (m.input_tokens * price.input + m.output_tokens * price.output) / 1e6
+        at = bisect.bisect_right(self._ends, m.end_ns)
+        self._ends.insert(at, m.end_ns)
+        self._rows.insert(at, (m.input_tokens, m.output_tokens, cost, price is None))
+        del self._sums[at + 1:]
+        for n, o, c, u in self._rows[at:]:
+            i0, o0, c0, u0 = self._sums[-1]
+            self._sums.append((i0 + n, o0 + o, c0 + c, u0 + u))
 
     def between(self, after_ns: int, until_ns: int) -> tuple[int, int, int, float, int]:
         """Decisions that ended in (after_ns, until_ns]: count, input, output, cost, unpriced."""

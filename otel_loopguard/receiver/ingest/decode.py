@@ -331,9 +331,11 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
+    # Spelt out once, not any() twice: asked of every span judged (_FACTS_KEYS).
+    facts = conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values or conv.RUN_CALLS in values
     if found is None:
         d.agent = agent_of(values)
-        if d.agent is None and not any(k in values for k in _FACTS_KEYS):
+        if d.agent is None and not facts:
             return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
     if isinstance(found, ToolSpan):
@@ -341,7 +343,7 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     elif isinstance(found, ModelSpan):
         d.model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                             model=found.model, end_ns=d.end)
-    if any(k in values for k in _FACTS_KEYS):
+    if facts:
         d.facts = {k: values[k] for k in _FACTS_KEYS if k in values}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -205,24 +205,35 @@ class RunAssembler:
 
     # -- timers ------------------------------------------------------------------
     def tick(self) -> list[Span]:
+        return [span for part in self.ticking() for span in part]
+
+    def ticking(self) -> Iterator[list[Span]]:
+        """tick() a run at a time: each open run's spans (its gaps given up, its turn judged, its
+        completion), then the late calls'. The serve timer lets requests in between (a burst of
+        runs completing at once would hold them all up); a run completed meanwhile is passed."""
         now = self._clock()
-        out: list[Span] = []
-        for run_id, buffer in list(self.runs.items()):
-            try:  # each run on its own: one failing run must not stall the others
-                before = buffer.buffered
-                found = buffer.expire_gap(now, self._config.gap_wait_seconds)
-                if buffer.turn_ended_at is not None and now - buffer.turn_ended_at >= self._config.root_grace_seconds:
-                    buffer.turn_ended_at = None
-                    found += buffer.judge_turn()
-                self.buffered_calls += buffer.buffered - before
-                out += self._emit(buffer, found)
-                if self._is_complete(buffer, now):
-                    out += self._complete(run_id)
-            except Exception:
-                self._metrics.inc("internal_errors_total")
-                _log.exception("could not advance run %s", run_id)
-        out += self._judge_late(now)
+        for run_id in list(self.runs):
+            buffer = self.runs.get(run_id)
+            if buffer is not None:
+                yield self._advance(run_id, buffer, now)
+        yield self._judge_late(now)
         self._forget_stale(now)
+
+    def _advance(self, run_id: str, buffer: RunBuffer, now: float) -> list[Span]:
+        out: list[Span] = []
+        try:  # each run on its own: one failing run must not stall the others
+            before = buffer.buffered
+            found = buffer.expire_gap(now, self._config.gap_wait_seconds)
+            if buffer.turn_ended_at is not None and now - buffer.turn_ended_at >= self._config.root_grace_seconds:
+                buffer.turn_ended_at = None
+                found += buffer.judge_turn()
+            self.buffered_calls += buffer.buffered - before
+            out += self._emit(buffer, found)
+            if self._is_complete(buffer, now):
+                out += self._complete(run_id)
+        except Exception:
+            self._metrics.inc("internal_errors_total")
+            _log.exception("could not advance run %s", run_id)
         return out
 
     def _forget_stale(self, now: float) -> None:
@@ -644,9 +655,7 @@ class RunAssembler:
 
 def _models(buffer: RunBuffer, needed: bool = True) -> ModelIndex:
     """The run's model decisions, from its journal (None there: too long to keep, tokens unknown)."""
-    journal = buffer.journal if needed else []
-    return ModelIndex(None if journal is None else (op[1] for op in journal if op[0] == "model"),
-                      buffer.fingerprinter.policy.price_for)
+    return buffer.models() if needed else ModelIndex((), buffer.fingerprinter.policy.price_for)
 
 
 def _totals(buffer: RunBuffer) -> RunTotals:

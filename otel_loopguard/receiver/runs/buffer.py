@@ -22,6 +22,7 @@ from ...conventions.handoffs import resolve_targets, unresolved
 from ...detect import Run
 from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ...findings.otlp import MAX_INPUT_CHARS
+from ...findings.waste import ModelIndex
 from ...fingerprint import Fingerprinter, fingerprint_call
 from ...otlp.order import order_calls
 from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
@@ -213,6 +214,12 @@ class RunBuffer:
         self._sparse_seqs: list[int] = []  # the numbers of held calls that kept their own (may skip)
         self._judged_calls = 0  # held calls judged at earlier turns of a conversation (judge_turn)
         self._judged_model_ends: list[int] = []  # their model spans' end times, for later calls' turns
+        # The journal's model decisions indexed for the waste of findings (models()): made at the
+        # first finding that asks, then fed only the entries recorded since.
+        self._models: Optional[ModelIndex] = None
+        self._models_of: Optional[list[tuple[Any, ...]]] = None  # the journal list it was fed from
+        self._models_fed = 0  # entries of that journal fed to it
+        self._models_policy: Any = None  # the policy whose prices it holds
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -340,6 +347,24 @@ class RunBuffer:
         """The journal as kept (calls' facts shared: CallFacts), for late.py to pack; None when
         not kept. Not to be changed."""
         return self._ops
+
+    def models(self) -> ModelIndex:
+        """The run's model decisions from its journal, for the waste of its findings
+        (findings/waste.py); not known when the journal is not kept or grew too long. Each
+        journal entry is read once, however many findings ask."""
+        ops, policy = self._ops, self._fp.policy
+        if ops is None:
+            self._models = self._models_of = None
+            return ModelIndex(None, policy.price_for)
+        if self._models is None or self._models_of is not ops or self._models_policy is not policy:
+            self._models, self._models_of, self._models_fed = ModelIndex((), policy.price_for), ops, 0
+            self._models_policy = policy
+        index = self._models
+        for op in ops[self._models_fed:]:
+            if op[0] == "model":
+                index.add(op[1])
+        self._models_fed = len(ops)
+        return index
 
     def _record(self, op: tuple[Any, ...]) -> None:
         assert self._ops is not None

@@ -15,6 +15,7 @@ from typing import Optional
 
 import grpc
 from grpc_health.v1 import health
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ... import local_receivers
 from ..ingest.dedupe import SpanDeduper
@@ -36,6 +37,9 @@ from ..front.service import TraceReceiver
 
 _log = logging.getLogger("otel_loopguard.receiver")
 TICK_SECONDS = 0.25
+# The timer's work goes on the event loop in slices this long at most (plus one run), so that
+# the runs of a burst completing in one tick do not hold up every request meanwhile.
+TICK_SLICE_SECONDS = 0.005
 
 
 @dataclass(kw_only=True)
@@ -150,6 +154,27 @@ class Memory:
                 await asyncio.to_thread(trim.release_free_memory)
 
 
+async def _advance_runs(assembler: RunAssembler, findings: FindingQueue, judged: Optional[JudgedLog]) -> None:
+    """The runs' timers (assembler.ticking), the event loop let go between slices. A run's
+    spans are queued together (folding.py folds within a run only)."""
+    spans: list[Span] = []
+    started = time.monotonic()
+    for part in assembler.ticking():
+        spans += part
+        if time.monotonic() - started >= TICK_SLICE_SECONDS:
+            _queued(spans, findings, judged)
+            spans = []
+            await asyncio.sleep(0)  # requests' turn
+            started = time.monotonic()
+    _queued(spans, findings, judged)
+
+
+def _queued(spans: list[Span], findings: FindingQueue, judged: Optional[JudgedLog]) -> None:
+    findings.put(spans)
+    if judged is not None:  # after the findings are queued (on disk): their requests are done
+        judged.settle()
+
+
 async def tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics, state: Optional[Opened],
                judged: Optional[JudgedLog], memory: Memory) -> None:
     while True:
@@ -157,9 +182,7 @@ async def tick(assembler: RunAssembler, findings: FindingQueue, metrics: Metrics
         try:
             if state is not None:
                 state.state.beat()
-            findings.put(assembler.tick())
-            if judged is not None:  # after the findings are queued (on disk): their requests are done
-                judged.settle()
+            await _advance_runs(assembler, findings, judged)
             metrics.set_gauge("buffered_calls", assembler.buffered_calls)
             metrics.set_gauge("runs_open", len(assembler.runs))
             await memory.tick(metrics)
