@@ -48,9 +48,8 @@ MANAGED_AGENTS = {
 
 # What the audit (and install()) judge as labelled but the receiver does not yet, and why: the
 # receiver decodes only the keys its reading plans name (receiver/ingest/decode.py), and these
-# need keys beyond them (conventions/spec.TOOL_EXTRA_KEYS; a model span's id and its record of
-# the conversation, conventions/conversation.py, for otlp/order.enclosed_turns), or the span
-# tree (MANAGED_AGENTS).
+# need more (a model span's id and its record of the conversation, conventions/conversation.py,
+# for otlp/order.enclosed_turns), or the span tree (MANAGED_AGENTS).
 RECEIVER_GAPS: dict[str, str] = {
     **MANAGED_AGENTS,
     **{name: "ADK + OpenInference: one LLM span per agent run, the parent of every call, ending after them; "
@@ -59,10 +58,6 @@ RECEIVER_GAPS: dict[str, str] = {
              "(sibling calls, not a repeat or a streak)"
        for name in ("adk_openinference__repeat", "adk_openinference__repeat__content-off",
                     "adk_openinference__errors")},
-    "adk_builtin__handoff-pingpong": "ADK's transfer_to_agent is a handoff by its gen_ai.tool.type and its source "
-                                     "agent's gen_ai.agent.name, which the receiver's decode plans do not read yet "
-                                     "(spec.TOOL_EXTRA_KEYS): without arguments (content off) the six transfers "
-                                     "are one action there, a repeat, not a ping-pong",
 }
 
 # What the audit of install()'s export (the processor's sequence, turns and digests: fw_replay.py)

@@ -20,7 +20,7 @@ from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
 from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
-                                TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS)
+                                TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, TOOL_EXTRA_KEYS)
 from ...findings.otlp import is_own_span
 from ...native import module as native_module
 from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
@@ -49,7 +49,8 @@ def _plan(*keys: str) -> tuple[str, ...]:
 _FACTS_PLAN = (*_RUN_KEYS, conv.RUN_CALLS)
 _FACTS_KEYS = (conv.TERMINATION_REASON, conv.TERMINAL_RESPONSE, conv.RUN_CALLS)  # any one: a span of run facts
 _TAGGED_PLAN = _plan(*_CALL_KEYS)
-_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS) for c in TOOL_CONVENTIONS}
+_TOOL_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL_KEYS, *TOOL_EXTRA_KEYS)
+               for c in TOOL_CONVENTIONS}
 # A LangGraph handoff tool names its source agent in metadata (conventions/spec.py): read only
 # for a tool span whose result is a Command to the parent graph (metadata can be long).
 _LANGGRAPH_KEYS = (*LANGGRAPH_HANDOFF.source, *LANGGRAPH_HANDOFF.source_in_metadata, *LANGGRAPH_HANDOFF.namespace)
