@@ -31,7 +31,7 @@ from opentelemetry import trace
 
 from ..bounded import BoundedMap
 from ..conventions import attributes as conv
-from .decorator import late_warning, nudge, record_decision, scoped_run_id
+from .decorator import late_warning, nudge, record_decision, scoped_or_traced_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard
 from .termination import record_termination
 
@@ -113,13 +113,7 @@ class LoopguardPlugin(BasePlugin):  # type: ignore[misc]  # ADK ships no type hi
 def _run_id(ctx: Any) -> str:
     """`with guard.run(...)`, else the trace (the processor's default run id), else ADK's
     invocation: one per `run_async`."""
-    scoped = scoped_run_id()
-    if scoped is not None:
-        return scoped
-    span = trace.get_current_span().get_span_context()
-    if span.is_valid:
-        return format(span.trace_id, "032x")
-    return f"adk-{ctx.invocation_id}"
+    return scoped_or_traced_run_id() or f"adk-{ctx.invocation_id}"
 
 
 def _call_key(tool_context: Any, run_id: str) -> str:

@@ -37,10 +37,9 @@ from crewai.hooks import (
     unregister_before_llm_call_hook,
     unregister_before_tool_call_hook,
 )
-from opentelemetry import trace
 
 from ..bounded import BoundedMap, BoundedSet
-from .decorator import current_run_id, late_warning, nudge, record_decision, scoped_run_id
+from .decorator import current_run_id, late_warning, nudge, record_decision, scoped_or_traced_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Decision, Guard
 from .termination import record_termination
 
@@ -135,12 +134,9 @@ class LoopguardHooks:
 def _run_id(context: Any) -> str:
     """`with guard.run(...)`, else the trace (the processor's default run id), else the crew
     (every kickoff of one Crew object is one run), else the shared run "local"."""
-    scoped = scoped_run_id()
-    if scoped is not None:
-        return scoped
-    span = trace.get_current_span().get_span_context()
-    if span.is_valid:
-        return format(span.trace_id, "032x")
+    run_id = scoped_or_traced_run_id()
+    if run_id is not None:
+        return run_id
     crew = getattr(context, "crew", None)
     if crew is not None and getattr(crew, "id", None) is not None:
         return f"crewai-{crew.id}"

@@ -54,15 +54,22 @@ def run_scope(run_id: Optional[str] = None) -> Iterator[str]:
         _RUN_SCOPE.reset(token)
 
 
-def current_run_id() -> str:
-    """The run a call belongs to: the `guard.run(...)` block, else the current trace (the
-    processor's default run id), else the one shared run "local"."""
+def scoped_or_traced_run_id() -> Optional[str]:
+    """The `guard.run(...)` block's run, else the current trace's (the processor's default run
+    id), else None: each adapter has its framework's own fallback."""
     scoped = _RUN_SCOPE.get()
     if scoped is not None:
         return scoped
     ctx = trace.get_current_span().get_span_context()
-    if ctx.is_valid:
-        return format(ctx.trace_id, "032x")
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def current_run_id() -> str:
+    """The run a call belongs to: the `guard.run(...)` block, else the current trace, else the
+    one shared run "local"."""
+    run_id = scoped_or_traced_run_id()
+    if run_id is not None:
+        return run_id
     _warn_local()
     return LOCAL_RUN
 

@@ -35,11 +35,10 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import LLMChatStartEvent
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, ToolOutput, adapt_to_async_tool
-from opentelemetry import trace
 from pydantic import PrivateAttr
 
 from ..bounded import BoundedMap
-from .decorator import LOCAL_RUN, scoped_run_id
+from .decorator import LOCAL_RUN, scoped_or_traced_run_id
 from .guard import MAX_RUNS, Guard
 from .wrapper import GuardedCall
 
@@ -150,11 +149,7 @@ def _model_requests() -> _ModelRequests:
 def _run_id() -> str:
     """The run the calls will be judged in (wrapper.py: decorator.current_run_id), without its
     warning about the shared run: a model request outside any agent is no call."""
-    scoped = scoped_run_id()
-    if scoped is not None:
-        return scoped
-    span = trace.get_current_span().get_span_context()
-    return format(span.trace_id, "032x") if span.is_valid else LOCAL_RUN
+    return scoped_or_traced_run_id() or LOCAL_RUN
 
 
 def guard_tools(tools: Iterable[BaseTool], guard: Guard) -> list[BaseTool]:

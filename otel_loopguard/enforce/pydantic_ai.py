@@ -22,13 +22,12 @@ hold: register them in a `FunctionToolset` to guard them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
-from opentelemetry import trace
 from pydantic_ai.toolsets import WrapperToolset
 
 from ..bounded import BoundedSet
-from .decorator import late_warning, nudge, record_decision, scoped_run_id
+from .decorator import late_warning, nudge, record_decision, scoped_or_traced_run_id
 from .guard import MAX_RUNS, WARN, WRAP_UP, Guard
 from .termination import record_termination
 
@@ -84,10 +83,4 @@ def _listed(instructions: Any) -> Sequence[Any]:
 def _run_id(ctx: Any) -> str:
     """`with guard.run(...)`, else the trace (the processor's default run id), else Pydantic
     AI's run id."""
-    scoped: Optional[str] = scoped_run_id()
-    if scoped is not None:
-        return scoped
-    span = trace.get_current_span().get_span_context()
-    if span.is_valid:
-        return format(span.trace_id, "032x")
-    return f"pydantic-ai-{ctx.run_id}"
+    return scoped_or_traced_run_id() or f"pydantic-ai-{ctx.run_id}"
