@@ -10,6 +10,8 @@ captures (test_framework_captures.py) and live runs (test_framework_runs.py) wit
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -112,3 +114,17 @@ def read_spans(path: Path) -> list[dict[str, Any]]:
              "attributes": attributes(s.attributes),
              "events": [(e.name, attributes(e.attributes)) for e in s.events]}
             for s in sorted(spans, key=lambda s: s.start_time_unix_nano)]
+
+
+def run_driver(python: Path, script: Path, scenario: str, out: Path, timeout: int,
+               extra: Iterable[str] = ()) -> dict[str, Any]:
+    """An enforce driver run in its framework's virtualenv on this checkout's otel_loopguard
+    (whatever the virtualenv's editable install says), with no OTel, provider or Python setting
+    leaking in: its JSON report, and the spans it exported to `out`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_", "GOOGLE_", "PYTHON", "HF_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([str(python), str(script), scenario, str(out), *extra], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{script.name} {scenario}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    result = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
+    return {**result, "spans": read_spans(out)}

@@ -10,9 +10,7 @@ instruction. A healthy run, an observe-only tool and the kill switch are the neg
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,7 +19,7 @@ import pytest
 
 from otel_loopguard.enforce.guard import WRAP_UP
 
-from .fw_labels import ROOT, read_spans
+from .fw_labels import ROOT, run_driver
 
 HERE = Path(__file__).resolve().parent
 # adapter -> (virtualenv python, driver)
@@ -42,12 +40,7 @@ if not READY:
 
 def _run(adapter: str, scenario: str, out: Path) -> dict[str, Any]:
     python, script = ADAPTERS[adapter]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GOOGLE_", "OPENAI_", "PYTHON"))}
-    proc = subprocess.run([str(python), str(script), scenario, str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"{adapter} {scenario}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    result = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
-    return {**result, "spans": read_spans(out)}
+    return run_driver(python, script, scenario, out, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ negative controls.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -23,12 +22,12 @@ import pytest
 
 from otel_loopguard.enforce.guard import WRAP_UP
 
-from .fw_labels import ROOT, read_spans
+from .fw_labels import ROOT, run_driver
 
 HERE = Path(__file__).resolve().parent
 PYTHON = ROOT / ".venv-fw" / "bin" / "python"
 # adapter -> (driver, its extra arguments)
-ADAPTERS = {
+ADAPTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "crewai": ("crew_enforce_agent.py", ()),
     "smolagents": ("smol_enforce_agent.py", ()),
     "llamaindex": ("li_enforce_agent.py", ()),
@@ -36,8 +35,10 @@ ADAPTERS = {
 SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors", "parallel")
 # smolagents' CodeAgent, whose code calls the wrapped tools: made with guard_tools (no turns),
 # and under guard_agent, whose turn is the agent's step (a code block's calls run one by one)
-EXTRA = {("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code_tools",)),
-         ("smolagents_code", "parallel"): ("smol_enforce_agent.py", ("code",))}
+EXTRA: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    ("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code_tools",)),
+    ("smolagents_code", "parallel"): ("smol_enforce_agent.py", ("code",)),
+}
 DENIED = "Not executed: loop guard"
 A1 = ["lookup_order", {"order_id": "A-1"}]
 if not PYTHON.exists():
@@ -48,13 +49,7 @@ if not PYTHON.exists():
 
 
 def _run(driver: str, extra: tuple[str, ...], scenario: str, out: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_", "PYTHON", "HF_"))}
-    env["PYTHONPATH"] = str(ROOT)  # this checkout's otel_loopguard, whatever .venv-fw's editable install says
-    proc = subprocess.run([str(PYTHON), str(HERE / driver), scenario, str(out), *extra], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"{driver} {scenario}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    result = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
-    return {**result, "spans": read_spans(out)}
+    return run_driver(PYTHON, HERE / driver, scenario, out, timeout=180, extra=extra)
 
 
 @pytest.fixture(scope="module")
