@@ -15,13 +15,6 @@ from test_proxy import wait_for
 pytest.importorskip("mcp")
 
 
-@pytest.fixture
-def sink() -> Any:
-    s = Sink()
-    yield s
-    s.stop()
-
-
 def test_a_malformed_line_from_the_client_reaches_the_server_and_the_session_goes_on(tmp_path: Path, sink: Sink) -> None:
     raw = RawClient(tmp_path, env(sink))
     raw.initialize()

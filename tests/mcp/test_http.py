@@ -39,13 +39,6 @@ def _start(command: list[str], port: int, log: Path, environment: dict[str, str]
     return proc
 
 
-@pytest.fixture
-def sink() -> Iterator[Sink]:
-    s = Sink()
-    yield s
-    s.stop()
-
-
 class Endpoint(str):
     """The proxy's endpoint; `upstream`: the server's own."""
 

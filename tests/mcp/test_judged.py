@@ -18,13 +18,6 @@ from live import ReceiverProcess, child_env  # noqa: E402
 pytest.importorskip("mcp")
 
 
-@pytest.fixture
-def sink() -> Any:
-    s = Sink()
-    yield s
-    s.stop()
-
-
 def _loud(findings: list[Any], run_id: str) -> set[str]:
     return {f.attributes["loopguard.finding.kind"] for f in findings
             if f.attributes.get("loopguard.run.id") == run_id and f.attributes.get("loopguard.finding.severity") in ("warn", "stop")}

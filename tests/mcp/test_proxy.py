@@ -15,13 +15,6 @@ from harness import Sink, client, env, lines, proxy_command, text
 pytest.importorskip("mcp")  # the `mcp` extra (scripts/test.sh installs it)
 
 
-@pytest.fixture
-def sink() -> Any:
-    s = Sink()
-    yield s
-    s.stop()
-
-
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
