@@ -20,21 +20,15 @@ Writes the finished spans as OTLP protobuf to OUT.pb and prints one JSON line:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
-import tempfile
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import enforce_common as ec  # noqa: E402
 
 KEY = "frameworks-adk-key-7Rt2pW0q"
 SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
-A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
-
-
-def _script(scenario: str) -> list[Any]:
-    if scenario == "healthy":
-        return [[("lookup_order", A1)], [("get_shipping", A1)], [("lookup_order", B2)], "done"]
-    return [[("lookup_order", A1)] for _ in range(8)] + ["done"]
 
 
 def _responses(contents: list[Any]) -> list[dict[str, Any]]:
@@ -53,7 +47,6 @@ def main(argv: list[str]) -> int:
         return 2
     scenario, out_path = argv
     from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -74,7 +67,7 @@ def main(argv: list[str]) -> int:
 
     from otel_loopguard.enforce.adk import LoopguardPlugin
 
-    script = _script(scenario)
+    script = ec.script(scenario)
     requests: list[dict[str, Any]] = []
     invoked: list[tuple[str, dict[str, Any]]] = []
 
@@ -99,22 +92,13 @@ def main(argv: list[str]) -> int:
 
     def lookup_order(order_id: str) -> str:
         """Look up an order's status."""
-        invoked.append(("lookup_order", {"order_id": order_id}))
-        return f"order {order_id}: pending"
+        return ec.lookup_order(invoked, order_id)
 
     def get_shipping(order_id: str) -> str:
         """Look up an order's shipping."""
-        invoked.append(("get_shipping", {"order_id": order_id}))
-        return f"order {order_id}: ships tomorrow"
+        return ec.get_shipping(invoked, order_id)
 
-    policy = None
-    if scenario == "observe_tool":
-        policy = os.path.join(tempfile.mkdtemp(), "policy.yaml")
-        with open(policy, "w") as f:
-            f.write("tools: {lookup_order: {enforce: false}}\n")
-    guard = otel_loopguard.guard(key=KEY, policy=policy, mode="enforce")
-    if scenario == "kill_switch":
-        otel_loopguard.set_mode("observe")
+    guard = ec.scenario_guard(scenario, KEY)
     agent = LlmAgent(name="order_agent", model=ScriptedLlm(model="scripted-model"), instruction="Look up orders.",
                      tools=[lookup_order, get_shipping])
     runner = InMemoryRunner(agent=agent, app_name="loopguard_adk", plugins=[LoopguardPlugin(guard)])
@@ -129,11 +113,7 @@ def main(argv: list[str]) -> int:
         return final
 
     final = asyncio.run(run())
-    provider.force_flush()
-    spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
-    with open(out_path, "wb") as f:
-        f.write(encode_spans(spans).SerializeToString())
-    print(json.dumps({"invoked": invoked, "requests": requests, "final": final}))
+    ec.report(provider, exporter, out_path, invoked, requests, final)
     return 0
 
 

@@ -1,6 +1,6 @@
 """What the CrewAI, smolagents and LlamaIndex enforce drivers share (<fw>_enforce_agent.py).
 
-Imported by the drivers only, in .venv-fw. The scenarios are the ones test_enforce_adapters.py
+Imported by the drivers only, in .venv-fw and .venv-adk. The scenarios are the ones test_enforce_adapters.py
 runs for ADK and Pydantic AI, plus `four` (the mutation check: four identical calls, which the
 guard must let run):
 
@@ -29,7 +29,7 @@ from otel_loopguard.enforce.guard import WRAP_UP
 
 SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four", "errors", "parallel")
 A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
-__all__ = ["WRAP_UP", "SCENARIOS", "arguments", "setup", "script", "step", "report", "lookup_order", "get_shipping",
+__all__ = ["WRAP_UP", "SCENARIOS", "arguments", "setup", "scenario_guard", "script", "step", "report", "lookup_order", "get_shipping",
            "flaky_tool"]
 
 
@@ -68,6 +68,14 @@ def setup(scenario: str, key: str) -> tuple[Any, Any, Any, list, list]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     otel_loopguard.install(tracer_provider=provider, key=key)
+    return provider, exporter, scenario_guard(scenario, key), [], []
+
+
+def scenario_guard(scenario: str, key: str) -> Any:
+    """An enforcing guard; `observe_tool`: lookup_order observe-only in the policy;
+    `kill_switch`: the process switched to observe."""
+    import otel_loopguard
+
     policy = None
     if scenario == "observe_tool":
         policy = os.path.join(tempfile.mkdtemp(), "policy.yaml")
@@ -76,7 +84,7 @@ def setup(scenario: str, key: str) -> tuple[Any, Any, Any, list, list]:
     guard = otel_loopguard.guard(key=key, policy=policy, mode="enforce")
     if scenario == "kill_switch":
         otel_loopguard.set_mode("observe")
-    return provider, exporter, guard, [], []
+    return guard
 
 
 def lookup_order(invoked: list, order_id: str) -> str:

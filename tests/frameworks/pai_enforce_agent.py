@@ -14,21 +14,15 @@ observe_tool, kill_switch). A model request offered no tools (the wrap-up) is an
 # no `from __future__ import annotations`: Pydantic AI reads the tools' type hints at runtime
 
 import asyncio
-import json
 import os
 import sys
-import tempfile
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import enforce_common as ec  # noqa: E402
 
 KEY = "frameworks-pai-key-4Nc8yB1e"
 SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
-A1, B2 = {"order_id": "A-1"}, {"order_id": "B-2"}
-
-
-def _script(scenario: str) -> list:
-    if scenario == "healthy":
-        return [[("lookup_order", A1)], [("get_shipping", A1)], [("lookup_order", B2)], "done"]
-    return [[("lookup_order", A1)] for _ in range(8)] + ["done"]
 
 
 def main(argv: list) -> int:
@@ -36,7 +30,6 @@ def main(argv: list) -> int:
         print(f"usage: pai_enforce_agent.py {{{','.join(SCENARIOS)}}} OUT.pb", file=sys.stderr)
         return 2
     scenario, out_path = argv
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -52,7 +45,7 @@ def main(argv: list) -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     otel_loopguard.install(tracer_provider=provider, key=KEY)
-    script = _script(scenario)
+    script = ec.script(scenario)
     requests: list = []
     invoked: list = []
 
@@ -71,32 +64,19 @@ def main(argv: list) -> int:
 
     def lookup_order(order_id: str) -> str:
         """Look up an order's status."""
-        invoked.append(("lookup_order", {"order_id": order_id}))
-        return f"order {order_id}: pending"
+        return ec.lookup_order(invoked, order_id)
 
     def get_shipping(order_id: str) -> str:
         """Look up an order's shipping."""
-        invoked.append(("get_shipping", {"order_id": order_id}))
-        return f"order {order_id}: ships tomorrow"
+        return ec.get_shipping(invoked, order_id)
 
-    policy = None
-    if scenario == "observe_tool":
-        policy = os.path.join(tempfile.mkdtemp(), "policy.yaml")
-        with open(policy, "w") as f:
-            f.write("tools: {lookup_order: {enforce: false}}\n")
-    guard = otel_loopguard.guard(key=KEY, policy=policy, mode="enforce")
-    if scenario == "kill_switch":
-        otel_loopguard.set_mode("observe")
+    guard = ec.scenario_guard(scenario, KEY)
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     agent = Agent(FunctionModel(scripted, model_name="scripted-model"), name="order_agent",
                   instructions="Look up orders.",
                   toolsets=[LoopguardToolset(FunctionToolset([lookup_order, get_shipping]), guard=guard)])
     result = asyncio.run(agent.run("Where is order A-1?"))
-    provider.force_flush()
-    spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
-    with open(out_path, "wb") as f:
-        f.write(encode_spans(spans).SerializeToString())
-    print(json.dumps({"invoked": invoked, "requests": requests, "final": str(result.output)}))
+    ec.report(provider, exporter, out_path, invoked, requests, str(result.output))
     return 0
 
 
