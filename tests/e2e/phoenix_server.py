@@ -85,8 +85,15 @@ class Phoenix:
 
     def trace_annotations(self, project: str, trace_ids: list[str]) -> list[dict[str, Any]]:
         """GET /v1/projects/{project}/trace_annotations?trace_ids=...: the traces' annotations."""
-        query = urllib.parse.urlencode([("trace_ids", t) for t in trace_ids] + [("limit", 1000)])
-        url = f"{self.url}/v1/projects/{urllib.parse.quote(project)}/trace_annotations?{query}"
+        return self._annotations(project, "trace", trace_ids)
+
+    def span_annotations(self, project: str, span_ids: list[str]) -> list[dict[str, Any]]:
+        """GET /v1/projects/{project}/span_annotations?span_ids=...: the spans' annotations."""
+        return self._annotations(project, "span", span_ids)
+
+    def _annotations(self, project: str, kind: str, ids: list[str]) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode([(f"{kind}_ids", i) for i in ids] + [("limit", 1000)])
+        url = f"{self.url}/v1/projects/{urllib.parse.quote(project)}/{kind}_annotations?{query}"
         try:
             with _HTTP.open(url, timeout=5) as r:
                 return list(json.load(r)["data"])

@@ -113,12 +113,18 @@ def _project_id(phoenix: Phoenix) -> str:
 
 
 def _wait_annotated(phoenix: Phoenix, trace_ids: list[str], receiver: Receiver) -> None:
-    """Until Phoenix holds the looping trace's annotation and both run summaries."""
+    """Until Phoenix holds the looping trace's annotation, both run summaries, and the span
+    annotation of the call enforce would deny (posted apart from the trace's: the page read once
+    must already show it)."""
     deadline = time.monotonic() + 45
     while True:
         notes = phoenix.trace_annotations(PROJECT, trace_ids[:1])
-        done = [any(s["name"].startswith("loopguard.run") for s in phoenix.spans(PROJECT, t)) for t in trace_ids]
-        if notes and all(done):
+        spans = [phoenix.spans(PROJECT, t) for t in trace_ids]
+        done = [any(s["name"].startswith("loopguard.run") for s in found) for found in spans]
+        ids = [s["context"]["span_id"] for s in spans[0]]
+        denied = bool(ids) and any(str(a["result"].get("label", "")).startswith("would deny")
+                                   for a in phoenix.span_annotations(PROJECT, ids))
+        if notes and all(done) and denied:
             return
         assert time.monotonic() < deadline, f"not annotated after 45 s: {notes} {done}\n{receiver.stderr.read_text()[-3000:]}"
         time.sleep(0.5)
@@ -138,7 +144,6 @@ def test_the_looping_trace_stands_out_in_phoenix_at_1400x900(
     looping, healthy = _run_agents(annotating_receiver.port, [{"order_id": "A12"}] * CALLS,
                                    [{"order_id": f"A{i}"} for i in range(1, CALLS + 1)])
     _wait_annotated(phoenix, [looping.trace_id, healthy.trace_id], annotating_receiver)
-    time.sleep(1.5)  # the span annotations, posted in the same batches, have landed too
     project = _project_id(phoenix)
 
     with browser(tmp_path, WIDTH, HEIGHT) as page:
