@@ -82,14 +82,20 @@ def iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
-def case(number: int, name: str, cls: str, source_url: str, source_summary: str, kind_hint: str,
-         noise: str, why: str) -> Callable[[Callable[[], Run]], Callable[[], Run]]:
-    def register(build: Callable[[], Run]) -> Callable[[], Run]:
-        CASES.append({"number": number, "name": name, "class": cls, "source_url": source_url,
-                      "source_summary": source_summary, "kind_hint": kind_hint, "noise": noise,
-                      "why": why, "build": build})
-        return build
-    return register
+def registrar(cases: list[dict[str, Any]]) -> Callable[..., Callable[[Callable[[], Any]], Callable[[], Any]]]:
+    """The `@case(...)` decorator of one set: each case it marks is added to `cases`."""
+    def case(number: int, name: str, cls: str, source_url: str, source_summary: str, kind_hint: str,
+             noise: str, why: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+        def register(build: Callable[[], Any]) -> Callable[[], Any]:
+            cases.append({"number": number, "name": name, "class": cls, "source_url": source_url,
+                          "source_summary": source_summary, "kind_hint": kind_hint, "noise": noise,
+                          "why": why, "build": build})
+            return build
+        return register
+    return case
+
+
+case = registrar(CASES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1129,29 +1135,38 @@ def _() -> Run:
     return r
 
 
-def build_all(out_dir: Path = HERE) -> list[dict[str, Any]]:
+def write_set(cases: list[dict[str, Any]], out_dir: Path, case_id: Callable[[dict[str, Any]], str],
+              run_prefix: str, tags: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    """Each case's run as NDJSON in `out_dir` and the set's `manifest.json`; the manifest.
+    `tags` go into every entry after its id (the holdout's `"set"`)."""
     manifest = []
-    for c in sorted(CASES, key=lambda c: c["number"]):
+    for c in sorted(cases, key=lambda c: c["number"]):
         run = c["build"]()
-        cid = f"{c['number']:03d}-{c['name']}"
+        cid = case_id(c)
         fname = f"{cid}.ndjson"
-        run_id = f"public-{cid}"
-        lines = [json.dumps({"run_id": run_id, **call}, ensure_ascii=False) for call in run.calls]
+        lines = [json.dumps({"run_id": f"{run_prefix}-{cid}", **call}, ensure_ascii=False) for call in run.calls]
         (out_dir / fname).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        entry: dict[str, Any] = {"id": cid, "file": fname, "source_url": c["source_url"], "source_summary": c["source_summary"],
-                                 "class": c["class"]}
-        if c["class"] == "loop":
-            if run.stop_seq is None:
-                raise SystemExit(f"{cid}: a loop case needs a marked stop_by call")
-            entry["stop_by"] = run.stop_seq
-        else:
-            if run.stop_seq is not None:
-                raise SystemExit(f"{cid}: a legitimate case has no stop_by")
-            entry["must_stay_quiet"] = True
+        entry: dict[str, Any] = {"id": cid, **(tags or {}), "file": fname, "source_url": c["source_url"],
+                                 "source_summary": c["source_summary"], "class": c["class"]}
+        entry.update(_label(cid, c["class"], run))
         entry.update({"kind_hint": c["kind_hint"], "noise": c["noise"], "why": c["why"], "calls": len(run.calls)})
         manifest.append(entry)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
+
+
+def _label(cid: str, cls: str, run: Run) -> dict[str, Any]:
+    if cls == "loop":
+        if run.stop_seq is None:
+            raise SystemExit(f"{cid}: a loop case needs a marked stop_by call")
+        return {"stop_by": run.stop_seq}
+    if run.stop_seq is not None:
+        raise SystemExit(f"{cid}: a legitimate case has no stop_by")
+    return {"must_stay_quiet": True}
+
+
+def build_all(out_dir: Path = HERE) -> list[dict[str, Any]]:
+    return write_set(CASES, out_dir, lambda c: f"{c['number']:03d}-{c['name']}", "public")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ Deterministic; imports nothing from otel_loopguard (the helpers come from ../bui
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,16 +33,7 @@ def _load_builder():
 _b = _load_builder()
 Run, clock, iso = _b.Run, _b.clock, _b.iso
 CASES: list[dict[str, Any]] = []
-
-
-def case(number: int, name: str, cls: str, source_url: str, source_summary: str, kind_hint: str,
-         noise: str, why: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
-    def register(build: Callable[[], Any]) -> Callable[[], Any]:
-        CASES.append({"number": number, "name": name, "class": cls, "source_url": source_url,
-                      "source_summary": source_summary, "kind_hint": kind_hint, "noise": noise,
-                      "why": why, "build": build})
-        return build
-    return register
+case = _b.registrar(CASES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,27 +324,7 @@ def _() -> Any:
 
 
 def build_all(out_dir: Path = HERE) -> list[dict[str, Any]]:
-    manifest = []
-    for c in sorted(CASES, key=lambda c: c["number"]):
-        run = c["build"]()
-        cid = f"h{c['number']:02d}-{c['name']}"
-        fname = f"{cid}.ndjson"
-        lines = [json.dumps({"run_id": f"holdout-{cid}", **call}, ensure_ascii=False) for call in run.calls]
-        (out_dir / fname).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        entry: dict[str, Any] = {"id": cid, "set": "holdout", "file": fname, "source_url": c["source_url"],
-                                 "source_summary": c["source_summary"], "class": c["class"]}
-        if c["class"] == "loop":
-            if run.stop_seq is None:
-                raise SystemExit(f"{cid}: a loop case needs a marked stop_by call")
-            entry["stop_by"] = run.stop_seq
-        else:
-            if run.stop_seq is not None:
-                raise SystemExit(f"{cid}: a legitimate case has no stop_by")
-            entry["must_stay_quiet"] = True
-        entry.update({"kind_hint": c["kind_hint"], "noise": c["noise"], "why": c["why"], "calls": len(run.calls)})
-        manifest.append(entry)
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return manifest
+    return _b.write_set(CASES, out_dir, lambda c: f"h{c['number']:02d}-{c['name']}", "holdout", {"set": "holdout"})
 
 
 if __name__ == "__main__":
