@@ -1,7 +1,7 @@
 """One real Google ADK run with the guard as a runner plugin (otel_loopguard.enforce.adk).
 
 Run with .venv-adk (google-adk pins opentelemetry <1.45), never imported by pytest
-(test_adk_enforce.py runs it):
+(test_enforce_adapters.py runs it):
 
     .venv-adk/bin/python tests/frameworks/adk_enforce_agent.py SCENARIO OUT.pb [builtin|openinference]
 

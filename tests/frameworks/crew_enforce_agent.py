@@ -6,8 +6,9 @@ Run with .venv-fw, never imported by pytest (test_enforce_wrappers.py runs it):
 
 A scripted crewai BaseLLM with native function calling (as research/conventions/crew_run.py), no
 network; the instrumentation (INSTRUMENTATIONS: OpenInference's method wrappers by default, its
-event listener, or OpenLLMetry's), install() tagging the spans, the guard enforcing. Scenarios: enforce_common.SCENARIOS. A request whose last message is the wrap-up
-instruction is answered "wrap-up: <it>". Prints one JSON line (enforce_common.report).
+event listener, or OpenLLMetry's), install() tagging the spans, the guard enforcing. Scenarios:
+enforce_common.SCENARIOS. A request whose last message is the wrap-up instruction is answered
+"wrap-up: <it>". Prints one JSON line (enforce_common.report).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import os
 import sys
 
 os.environ.update({"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true",
-                   "CREWAI_TRACING_ENABLED": "false", "TRACELOOP_TELEMETRY": "false", "OPENAI_API_KEY": "sk-dummy-no-network",
+                   "CREWAI_TRACING_ENABLED": "false", "TRACELOOP_TELEMETRY": "false",
+                   "OPENAI_API_KEY": "sk-dummy-no-network",
                    "CREWAI_STORAGE_DIR": os.path.join(os.environ.get("TMPDIR", "/tmp"), "crewai-enforce-storage")})
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import enforce_common as ec  # noqa: E402

@@ -1,7 +1,7 @@
-"""What the CrewAI, smolagents and LlamaIndex enforce drivers share (<fw>_enforce_agent.py).
+"""What the enforce drivers share (<fw>_enforce_agent.py SCENARIO OUT.pb [INSTRUMENTATION]).
 
-Imported by the drivers only, in .venv-fw and .venv-adk. The scenarios are the ones test_enforce_adapters.py
-runs for ADK and Pydantic AI, plus `four` (the mutation check: four identical calls, which the
+Imported by the drivers only, in .venv-fw and .venv-adk. The scenarios (the ADK and Pydantic AI
+drivers take the first five and `four`, the mutation check: four identical calls, which the
 guard must let run):
 
   repeat        lookup_order(A-1) eight times, then "done": the fifth is denied

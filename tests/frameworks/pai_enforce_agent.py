@@ -1,14 +1,14 @@
 """One real Pydantic AI run with the guard as a wrapper toolset (otel_loopguard.enforce.pydantic_ai).
 
-Run with .venv-fw, never imported by pytest (test_pydantic_ai_enforce.py runs it):
+Run with .venv-fw, never imported by pytest (test_enforce_adapters.py runs it):
 
     .venv-fw/bin/python tests/frameworks/pai_enforce_agent.py SCENARIO OUT.pb [builtin|openinference]
 
 Scenarios (a FunctionModel, no network; Pydantic AI's own OTel instrumentation, with
 OpenInference's span processor rewriting its spans for `openinference`, install() tagging the
-spans, the guard enforcing): as adk_enforce_agent.py. A model request offered no tools (the wrap-up) is answered
-"wrap-up: <its instructions' last line>". Prints one JSON line: {"invoked", "requests":
-[{"tools", "told": the instructions' last line, "returns"}...], "final"}.
+spans, the guard enforcing): as adk_enforce_agent.py. A model request offered no tools (the
+wrap-up) is answered "wrap-up: <its instructions' last line>". Prints one JSON line:
+{"invoked", "requests": [{"tools", "told": the instructions' last line, "returns"}...], "final"}.
 """
 
 # no `from __future__ import annotations`: Pydantic AI reads the tools' type hints at runtime

@@ -149,7 +149,8 @@ def test_the_fifth_identical_call_is_denied_before_dispatch_and_the_model_gets_t
         assert [s["attributes"].get("loopguard.dispatched") for s in tools] == [None] * 4 + [False]
         assert around["attributes"]["loopguard.guard"] == "repeat"
     else:
-        assert len(tools) == 4 and "loopguard.tool.name" not in around["attributes"]  # the denied call opened no tool span
+        # the denied call opened no tool span
+        assert len(tools) == 4 and "loopguard.tool.name" not in around["attributes"]
 
 
 @pytest.mark.parametrize("cell", [*ADAPTERS, *DENIAL_SPAN])
@@ -175,8 +176,7 @@ def test_under_crewai_s_event_listener_the_call_is_denied_but_no_span_records_it
     assert {s["attributes"]["loopguard.mode"] for s in tools} == {"observe"}
 
 
-def test_crewai_under_openllmetry_an_observe_only_guard_s_would_block_is_on_the_agent_span(
-        runs: dict[Any, Any]) -> None:
+def test_crewai_openllmetry_observe_only_hooks(runs: dict[Any, Any]) -> None:
     """OpenLLMetry's CrewAI instrumentation writes no tool span, so install() has no call to
     judge; the hooks with an observe-only guard record what enforce mode would do as events on the
     agent's span: `would_warn` at the third and fourth calls, `would_block` at the fifth."""
