@@ -25,6 +25,7 @@ from opentelemetry import trace
 from ..conventions import attributes as conv
 from ..conventions import is_tool_span
 from ..conventions.payloads import NUDGE_MARK
+from ..conventions.spec import TASK_TOOL_CONVENTIONS
 from .guard import DENY, WARN, Decision, Guard
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,9 +103,16 @@ def record_decision(decision: Decision, tool: str, span: Optional[trace.Span] = 
             "loopguard.dispatched": not decision.denied,
         },
     )
-    if decision.denied and is_tool_span(getattr(span, "attributes", None) or {}):
+    if decision.denied and _is_call_span(getattr(span, "attributes", None) or {}):
         span.set_attribute(conv.DISPATCHED, False)
         span.set_attribute(conv.GUARD, decision.kind or "")
+
+
+def _is_call_span(attributes: Any) -> bool:
+    """A tool span, or a generic step span that already names its tool: OpenLLMetry's LlamaIndex
+    `call_tool` step, the only span of a call the wrapper denies (spec.TASK_TOOL_CONVENTIONS)."""
+    return is_tool_span(attributes) or any(
+        attributes.get(c.marker) in c.marker_values and c.requires in attributes for c in TASK_TOOL_CONVENTIONS)
 
 
 def late_warning(guard: Guard, decision: Decision, found: list[Any], tool: str,

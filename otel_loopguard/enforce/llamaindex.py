@@ -9,10 +9,11 @@
 Every call of a wrapped tool (`FunctionTool`, `QueryEngineTool`, any `BaseTool`) asks the
 guard first (`LoopguardTool.acall` / `call`). A denied call is answered with a
 `ToolOutput(is_error=True)` holding the guard's message: the wrapped tool never runs (and
-opens no tool span), and a `return_direct` tool's denial does not end the run as its answer. A
-call that ran is recorded with its output (`is_error`, or an exception, re-raised so the
-workflow reports it to the model as it would, as a failure); an enforced warn is added to the
-output's text as the nudge. Once the guard has stopped the run, every denial ends with seed
+opens no tool span; under OpenLLMetry the workflow's `call_tool` step span is the call's tool
+span, marked not dispatched), and a `return_direct` tool's denial does not end the run as its
+answer. A call that ran is recorded with its output (`is_error`, or an exception, re-raised so
+the workflow reports it to the model as it would, as a failure); an enforced warn is added to
+the output's text as the nudge. Once the guard has stopped the run, every denial ends with seed
 001's wrap-up instruction (wrapper.py): the model's next request carries it last and the
 agent ends on its answer; `loop_guard` is recorded as the run's ending.
 

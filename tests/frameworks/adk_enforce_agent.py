@@ -1,15 +1,18 @@
 """One real Google ADK run with the guard as a runner plugin (otel_loopguard.enforce.adk).
 
 Run with .venv-adk (google-adk pins opentelemetry <1.45), never imported by pytest
-(test_adk_enforce.py runs it):
+(test_enforce_adapters.py runs it):
 
-    .venv-adk/bin/python tests/frameworks/adk_enforce_agent.py SCENARIO OUT.pb
+    .venv-adk/bin/python tests/frameworks/adk_enforce_agent.py SCENARIO OUT.pb [builtin|openinference]
 
+ADK's built-in spans, or OpenInference's GoogleADKInstrumentor (it replaces ADK's tracer).
 Scenarios (a scripted model, no network; install() tags the spans, the guard enforces):
   repeat        lookup_order(A-1) in 8 model turns, then "done"
   healthy       lookup_order(A-1), get_shipping(A-1), lookup_order(B-2), then "done"
   observe_tool  as repeat, with a policy that makes lookup_order observe-only (enforce: false)
   kill_switch   as repeat, with otel_loopguard.set_mode("observe") before the run
+  observe       as repeat, with an observe-only guard
+  four          lookup_order(A-1) in 4 model turns, then "done" (nothing denied)
 
 A model request without tools (the wrap-up) is answered "wrap-up: <what it was told>".
 Writes the finished spans as OTLP protobuf to OUT.pb and prints one JSON line:
@@ -28,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import enforce_common as ec  # noqa: E402
 
 KEY = "frameworks-adk-key-7Rt2pW0q"
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "observe", "four")
 
 
 def _responses(contents: list[Any]) -> list[dict[str, Any]]:
@@ -42,10 +45,8 @@ def _responses(contents: list[Any]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in SCENARIOS:
-        print(f"usage: adk_enforce_agent.py {{{','.join(SCENARIOS)}}} OUT.pb", file=sys.stderr)
-        return 2
-    scenario, out_path = argv
+    scenario, out_path, instrumentation = ec.arguments(argv, "adk_enforce_agent.py", ("builtin", "openinference"),
+                                                       SCENARIOS)
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -66,6 +67,11 @@ def main(argv: list[str]) -> int:
     from google.genai import types
 
     from otel_loopguard.enforce.adk import LoopguardPlugin
+
+    if instrumentation == "openinference":
+        from openinference.instrumentation.google_adk import GoogleADKInstrumentor
+
+        GoogleADKInstrumentor().instrument(tracer_provider=provider)
 
     script = ec.script(scenario)
     requests: list[dict[str, Any]] = []

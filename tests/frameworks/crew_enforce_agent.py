@@ -2,12 +2,13 @@
 
 Run with .venv-fw, never imported by pytest (test_enforce_wrappers.py runs it):
 
-    .venv-fw/bin/python tests/frameworks/crew_enforce_agent.py SCENARIO OUT.pb
+    .venv-fw/bin/python tests/frameworks/crew_enforce_agent.py SCENARIO OUT.pb [INSTRUMENTATION]
 
 A scripted crewai BaseLLM with native function calling (as research/conventions/crew_run.py), no
-network; OpenInference's CrewAI instrumentation, install() tagging the spans, the guard
-enforcing. Scenarios: enforce_common.SCENARIOS. A request whose last message is the wrap-up
-instruction is answered "wrap-up: <it>". Prints one JSON line (enforce_common.report).
+network; the instrumentation (INSTRUMENTATIONS: OpenInference's method wrappers by default, its
+event listener, or OpenLLMetry's), install() tagging the spans, the guard enforcing. Scenarios:
+enforce_common.SCENARIOS. A request whose last message is the wrap-up instruction is answered
+"wrap-up: <it>". Prints one JSON line (enforce_common.report).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import os
 import sys
 
 os.environ.update({"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true",
-                   "CREWAI_TRACING_ENABLED": "false", "OPENAI_API_KEY": "sk-dummy-no-network",
+                   "CREWAI_TRACING_ENABLED": "false", "TRACELOOP_TELEMETRY": "false",
+                   "OPENAI_API_KEY": "sk-dummy-no-network",
                    "CREWAI_STORAGE_DIR": os.path.join(os.environ.get("TMPDIR", "/tmp"), "crewai-enforce-storage")})
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import enforce_common as ec  # noqa: E402
+
+INSTRUMENTATIONS = ("openinference", "openinference_events", "traceloop")
 
 
 def _returns(messages: list) -> list:
@@ -34,16 +38,15 @@ def _returns(messages: list) -> list:
 
 
 def main(argv: list) -> int:
-    scenario, out_path = ec.arguments(argv, "crew_enforce_agent.py")
+    scenario, out_path, instrumentation = ec.arguments(argv, "crew_enforce_agent.py", INSTRUMENTATIONS)
     provider, exporter, guard, invoked, requests = ec.setup(scenario, "frameworks-crew-key-7Tq2mZ0c")
     from crewai import Agent, Crew, Process, Task
     from crewai.llms.base_llm import BaseLLM
     from crewai.tools import tool
-    from openinference.instrumentation.crewai import CrewAIInstrumentor
 
     from otel_loopguard.enforce.crewai import LoopguardHooks
 
-    CrewAIInstrumentor().instrument(tracer_provider=provider)
+    _instrument(instrumentation, provider)
     script = ec.script(scenario)
 
     class ScriptedLLM(BaseLLM):
@@ -92,6 +95,17 @@ def main(argv: list) -> int:
     hooks.unregister()
     ec.report(provider, exporter, out_path, invoked, requests, final)
     return 0
+
+
+def _instrument(instrumentation: str, provider) -> None:
+    if instrumentation == "traceloop":
+        from opentelemetry.instrumentation.crewai import CrewAIInstrumentor
+
+        CrewAIInstrumentor().instrument(tracer_provider=provider)
+    else:
+        from openinference.instrumentation.crewai import CrewAIInstrumentor
+
+        CrewAIInstrumentor().instrument(tracer_provider=provider, use_event_listener=instrumentation.endswith("events"))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 
 Run with .venv-fw, never imported by pytest (test_enforce_wrappers.py runs it):
 
-    .venv-fw/bin/python tests/frameworks/li_enforce_agent.py SCENARIO OUT.pb
+    .venv-fw/bin/python tests/frameworks/li_enforce_agent.py SCENARIO OUT.pb [openinference|traceloop]
 
 A FunctionAgent (an AgentWorkflow underneath) with LlamaIndex's MockFunctionCallingLLM playing the
 script (as research/conventions/li_run.py), no network; OpenInference's LlamaIndex
-instrumentation, install() tagging the spans, the guard enforcing. Scenarios:
+instrumentation (or OpenLLMetry's: traceloop), install() tagging the spans, the guard enforcing. Scenarios:
 enforce_common.SCENARIOS. A request whose last message ends with the wrap-up instruction is
 answered "wrap-up: <it>". Prints one JSON line (enforce_common.report).
 """
@@ -18,21 +18,26 @@ import os
 import sys
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-no-network")
+os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import enforce_common as ec  # noqa: E402
 
 
 def main(argv: list) -> int:
-    scenario, out_path = ec.arguments(argv, "li_enforce_agent.py")
+    scenario, out_path, instrumentation = ec.arguments(argv, "li_enforce_agent.py", ("openinference", "traceloop"))
     provider, exporter, guard, invoked, requests = ec.setup(scenario, "frameworks-li-key-8Rv3nHs6")
     from llama_index.core.agent.workflow import FunctionAgent
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.llms.llm import ToolSelection
     from llama_index.core.llms.mock import MockFunctionCallingLLM
     from llama_index.core.tools import FunctionTool
-    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
     from otel_loopguard.enforce.llamaindex import guard_tools
+
+    if instrumentation == "traceloop":
+        from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
+    else:
+        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
     LlamaIndexInstrumentor().instrument(tracer_provider=provider)
     script = ec.script(scenario)

@@ -1,14 +1,14 @@
 """One real Pydantic AI run with the guard as a wrapper toolset (otel_loopguard.enforce.pydantic_ai).
 
-Run with .venv-fw, never imported by pytest (test_pydantic_ai_enforce.py runs it):
+Run with .venv-fw, never imported by pytest (test_enforce_adapters.py runs it):
 
-    .venv-fw/bin/python tests/frameworks/pai_enforce_agent.py SCENARIO OUT.pb
+    .venv-fw/bin/python tests/frameworks/pai_enforce_agent.py SCENARIO OUT.pb [builtin|openinference]
 
-Scenarios (a FunctionModel, no network; Pydantic AI's own OTel instrumentation, install()
-tagging the spans, the guard enforcing): as adk_enforce_agent.py (repeat, healthy,
-observe_tool, kill_switch). A model request offered no tools (the wrap-up) is answered
-"wrap-up: <its instructions' last line>". Prints one JSON line: {"invoked", "requests":
-[{"tools", "told": the instructions' last line, "returns"}...], "final"}.
+Scenarios (a FunctionModel, no network; Pydantic AI's own OTel instrumentation, with
+OpenInference's span processor rewriting its spans for `openinference`, install() tagging the
+spans, the guard enforcing): as adk_enforce_agent.py. A model request offered no tools (the
+wrap-up) is answered "wrap-up: <its instructions' last line>". Prints one JSON line:
+{"invoked", "requests": [{"tools", "told": the instructions' last line, "returns"}...], "final"}.
 """
 
 # no `from __future__ import annotations`: Pydantic AI reads the tools' type hints at runtime
@@ -22,32 +22,26 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import enforce_common as ec  # noqa: E402
 
 KEY = "frameworks-pai-key-4Nc8yB1e"
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "observe", "four")
 
 
 def main(argv: list) -> int:
-    if len(argv) != 2 or argv[0] not in SCENARIOS:
-        print(f"usage: pai_enforce_agent.py {{{','.join(SCENARIOS)}}} OUT.pb", file=sys.stderr)
-        return 2
-    scenario, out_path = argv
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    scenario, out_path, instrumentation = ec.arguments(argv, "pai_enforce_agent.py", ("builtin", "openinference"),
+                                                       SCENARIOS)
     from pydantic_ai import Agent, FunctionToolset
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    import otel_loopguard
     from otel_loopguard.enforce.pydantic_ai import LoopguardToolset
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    otel_loopguard.install(tracer_provider=provider, key=KEY)
+    processors: tuple = ()
+    if instrumentation == "openinference":  # it rewrites the built-in spans at their end, before the exporter
+        from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+        processors = (OpenInferenceSpanProcessor(),)
+    provider, exporter, guard, invoked, requests = ec.setup(scenario, KEY, processors)
     script = ec.script(scenario)
-    requests: list = []
-    invoked: list = []
 
     def scripted(messages: list, info: AgentInfo) -> ModelResponse:
         returns = [str(p.content) for p in getattr(messages[-1], "parts", []) if isinstance(p, ToolReturnPart)]
@@ -70,7 +64,6 @@ def main(argv: list) -> int:
         """Look up an order's shipping."""
         return ec.get_shipping(invoked, order_id)
 
-    guard = ec.scenario_guard(scenario, KEY)
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     agent = Agent(FunctionModel(scripted, model_name="scripted-model"), name="order_agent",
                   instructions="Look up orders.",

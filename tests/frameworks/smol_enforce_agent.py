@@ -32,7 +32,7 @@ def _text(message) -> str:
 
 def main(argv: list) -> int:
     kind = argv.pop() if len(argv) == 3 else "tools"
-    scenario, out_path = ec.arguments(argv, "smol_enforce_agent.py")
+    scenario, out_path, _ = ec.arguments(argv, "smol_enforce_agent.py")
     provider, exporter, guard, invoked, requests = ec.setup(scenario, "frameworks-smol-key-2Wd9pKx4")
     import smolagents
     from smolagents import CodeAgent, Model, ToolCallingAgent, tool

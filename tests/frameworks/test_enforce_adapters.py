@@ -5,7 +5,12 @@ Each scenario is one run of <fw>_enforce_agent.py in the framework's virtualenv 
 google-adk pins opentelemetry <1.45; .venv-fw): a scripted model, the adapter, install()
 tagging the spans. The fifth identical call is denied before dispatch (the tool never runs,
 the model reads the denial), and the next model request is the wrap-up: no tools, the wrap-up
-instruction. A healthy run, an observe-only tool and the kill switch are the negative controls.
+instruction. A healthy run, an observe-only tool, the kill switch and four identical calls (the
+mutation check: one call fewer, nothing denied) are the negative controls.
+
+The adapters read no span, but the span the denial lands on is the instrumentation's: each
+other instrumentation of docs/frameworks.md (a cell `<adapter>@<instrumentation>`, the driver's
+last argument) runs `repeat` and `four` too.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ ADAPTERS = {
     "adk": (ROOT / ".venv-adk" / "bin" / "python", HERE / "adk_enforce_agent.py"),
     "pydantic_ai": (ROOT / ".venv-fw" / "bin" / "python", HERE / "pai_enforce_agent.py"),
 }
-SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch")
+SCENARIOS = ("repeat", "healthy", "observe_tool", "kill_switch", "four")
+# the other instrumentations: cell -> (adapter, the driver's instrumentation argument)
+CELLS = {"adk@openinference": ("adk", "openinference"), "pydantic_ai@openinference": ("pydantic_ai", "openinference")}
+CELL_SCENARIOS = ("repeat", "four")
 DENIED = "Not executed: loop guard"
 A1 = ["lookup_order", {"order_id": "A-1"}]
 READY = [a for a, (python, _) in ADAPTERS.items() if python.exists()]
@@ -38,23 +46,28 @@ if not READY:
     pytest.skip(".venv-adk and .venv-fw not found: scripts/test.sh makes them", allow_module_level=True)
 
 
-def _run(adapter: str, scenario: str, out: Path) -> dict[str, Any]:
+def _run(cell: str, scenario: str, out: Path) -> dict[str, Any]:
+    adapter, instrumentation = CELLS.get(cell, (cell, "builtin"))
     python, script = ADAPTERS[adapter]
-    return run_driver(python, script, scenario, out, timeout=120)
+    return run_driver(python, script, scenario, out, timeout=120, extra=(instrumentation,))
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], dict[str, Any]]]:
     folder = tmp_path_factory.mktemp("enforce_adapters")
     with ThreadPoolExecutor(2) as pool:
-        futures = {(a, s): pool.submit(_run, a, s, folder / f"{a}_{s}.pb") for a in READY for s in SCENARIOS}
+        jobs = [(a, s) for a in READY for s in SCENARIOS]
+        jobs += [(c, s) for c, (a, _) in CELLS.items() if a in READY for s in CELL_SCENARIOS]
+        futures = {(c, s): pool.submit(_run, c, s, folder / f"{c}_{s}.pb") for c, s in jobs}
         yield {k: f.result() for k, f in futures.items()}
 
 
-def _adapters() -> list[Any]:
-    return [pytest.param(a, marks=[] if a in READY else [pytest.mark.skip(reason=f"{ADAPTERS[a][0]} not found")]
+def _adapters(cells: bool = False) -> list[Any]:
+    """Each adapter (under its framework's built-in spans), and with `cells` each other instrumentation."""
+    names = [*ADAPTERS, *CELLS] if cells else list(ADAPTERS)
+    return [pytest.param(c, marks=[] if ready else [pytest.mark.skip(reason=f"{ADAPTERS[a][0]} not found")]
                          if not os.environ.get("CI") else [])  # on CI: run, and fail for want of it
-            for a in ADAPTERS]
+            for c in names for a in [CELLS.get(c, (c,))[0]] for ready in [a in READY]]
 
 
 def _tools(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,7 +87,7 @@ def _wrap_ups(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in run["requests"] if not r["tools"]]
 
 
-@pytest.mark.parametrize("adapter", _adapters())
+@pytest.mark.parametrize("adapter", _adapters(cells=True))
 def test_the_fifth_identical_call_is_denied_and_the_model_gets_the_wrap_up(runs: dict[Any, Any], adapter: str) -> None:
     run = runs[adapter, "repeat"]
     assert run["invoked"] == [A1] * 4  # the fifth call never ran
@@ -94,7 +107,7 @@ def test_the_fifth_identical_call_is_denied_and_the_model_gets_the_wrap_up(runs:
     assert ends == ["loop_guard"]
 
 
-@pytest.mark.parametrize("adapter", _adapters())
+@pytest.mark.parametrize("adapter", _adapters(cells=True))
 def test_the_calls_before_the_stop_were_nudged(runs: dict[Any, Any], adapter: str) -> None:
     assert [("[loop guard]" in r) for r in _returns(runs[adapter, "repeat"])[:4]] == [False, False, True, True]
 
@@ -105,6 +118,16 @@ def test_a_healthy_run_is_untouched(runs: dict[Any, Any], adapter: str) -> None:
     assert [t for t, _ in run["invoked"]] == ["lookup_order", "get_shipping", "lookup_order"]
     assert run["final"] == "done" and _wrap_ups(run) == []
     assert not [e for s in _tools(run) for n, e in s["events"] if n == "loopguard.decision"]
+
+
+@pytest.mark.parametrize("adapter", _adapters(cells=True))
+def test_four_identical_calls_are_not_denied(runs: dict[Any, Any], adapter: str) -> None:
+    """The mutation check: the repeat scenario with its fifth call removed denies nothing."""
+    run = runs[adapter, "four"]
+    assert run["invoked"] == [A1] * 4 and run["final"] == "done" and _wrap_ups(run) == []
+    assert _decisions(run, "deny") == [] and not [r for r in _returns(run) if r.startswith(DENIED)]
+    assert [s["attributes"].get("loopguard.dispatched") for s in _tools(run)] == [None] * 4
+    assert not [s for s in run["spans"] if "loopguard.termination_reason" in s["attributes"]]
 
 
 @pytest.mark.parametrize("adapter", _adapters())

@@ -8,6 +8,10 @@ denial is a `loopguard.decision` event on the span around it); the model's next 
 the wrap-up instruction and the run ends on its answer. A healthy run, an observe-only tool, the
 kill switch and four identical calls (the mutation check: one call fewer, nothing denied) are the
 negative controls.
+
+The adapters read no span, but where the denial lands depends on the instrumentation: each
+other instrumentation of docs/frameworks.md (a cell `<adapter>@<instrumentation>`, the driver's
+last argument) runs `repeat` and `four` too.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ EXTRA: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("smolagents_code", "repeat"): ("smol_enforce_agent.py", ("code_tools",)),
     ("smolagents_code", "parallel"): ("smol_enforce_agent.py", ("code",)),
 }
+# the other instrumentations: cell -> (adapter, the driver's instrumentation argument, scenarios)
+CELLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "crewai@openinference_events": ("crewai", "openinference_events", ("repeat", "four")),
+    "crewai@traceloop": ("crewai", "traceloop", ("repeat", "four", "observe")),
+    "llamaindex@traceloop": ("llamaindex", "traceloop", ("repeat", "four")),
+}
 DENIED = "Not executed: loop guard"
 A1 = ["lookup_order", {"order_id": "A-1"}]
 if not PYTHON.exists():
@@ -57,6 +67,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, s
     folder = tmp_path_factory.mktemp("enforce_wrappers")
     jobs = {(a, s): (*ADAPTERS[a], s) for a in ADAPTERS for s in SCENARIOS}
     jobs.update({k: (*v, k[1]) for k, v in EXTRA.items()})
+    jobs.update({(c, s): (ADAPTERS[a][0], (i,), s) for c, (a, i, scenarios) in CELLS.items() for s in scenarios})
     with ThreadPoolExecutor(2) as pool:
         futures = {k: pool.submit(_run, d, x, s, folder / f"{k[0]}_{s}.pb") for k, (d, x, s) in jobs.items()}
         yield {k: f.result() for k, f in futures.items()}
@@ -97,28 +108,89 @@ def _ends(run: dict[str, Any]) -> list[str]:
             if "loopguard.termination_reason" in s["attributes"]]
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS)
-def test_the_fifth_identical_call_is_denied_before_dispatch_and_the_model_gets_the_wrap_up(
-        runs: dict[Any, Any], adapter: str) -> None:
-    run = runs[adapter, "repeat"]
+def _around(run: dict[str, Any], verb: str) -> list[dict[str, Any]]:
+    """The spans carrying the adapter's `verb` decisions."""
+    return [s for s in run["spans"] if any(n == "loopguard.decision" and e["loopguard.decision"] == verb
+                                           and "loopguard.dispatched" in e for n, e in s["events"])]
+
+
+def _assert_denied_and_wrapped_up(run: dict[str, Any]) -> None:
     assert run["invoked"] == [A1] * 4  # the fifth call's body never ran
     assert [r.startswith(DENIED) for r in _returns(run)] == [False] * 4 + [True]
     [wrap] = _wrap_ups(run)
     assert wrap is run["requests"][-1] and run["final"] == f"wrap-up: {WRAP_UP}"
-    tools = _lookups(run)
-    assert len(tools) == 4  # the denied call opened no tool span
-    assert {s["attributes"]["loopguard.mode"] for s in tools} == {"enforce"}
+
+
+# Where the denial lands besides the default (no tool span for the denied call, the event on the
+# span around it): OpenLLMetry's LlamaIndex traces the workflow's `call_tool` step, the call's one
+# tool span, which the denial marks not dispatched; OpenLLMetry's CrewAI writes no tool span (the
+# agent's span is around the call).
+DENIAL_SPAN = {"crewai@traceloop": "agent", "llamaindex@traceloop": "marked"}
+
+
+@pytest.mark.parametrize("cell", [*ADAPTERS, *DENIAL_SPAN])
+def test_the_fifth_identical_call_is_denied_before_dispatch_and_the_model_gets_the_wrap_up(
+        runs: dict[Any, Any], cell: str) -> None:
+    run = runs[cell, "repeat"]
+    _assert_denied_and_wrapped_up(run)
     [deny] = _adapter_decisions(run, "deny")
     assert deny["loopguard.finding.kind"] == "repeat" and deny["loopguard.dispatched"] is False
     assert deny["loopguard.tool.name"] == "lookup_order"
     assert _ends(run) == ["loop_guard"]
+    [around] = _around(run, "deny")
+    assert around["trace_id"] == run["spans"][0]["trace_id"]  # exported in the run's trace
+    tools = _lookups(run)
+    assert {s["attributes"]["loopguard.mode"] for s in tools} == ({"enforce"} if tools else set())
+    where = DENIAL_SPAN.get(cell)
+    if where == "agent":
+        assert tools == [] and around["attributes"]["traceloop.span.kind"] == "agent"
+    elif where == "marked":
+        assert len(tools) == 5 and around is tools[4]
+        assert [s["attributes"].get("loopguard.dispatched") for s in tools] == [None] * 4 + [False]
+        assert around["attributes"]["loopguard.guard"] == "repeat"
+    else:
+        # the denied call opened no tool span
+        assert len(tools) == 4 and "loopguard.tool.name" not in around["attributes"]
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS)
-def test_the_calls_before_the_stop_were_nudged(runs: dict[Any, Any], adapter: str) -> None:
-    run = runs[adapter, "repeat"]
+@pytest.mark.parametrize("cell", [*ADAPTERS, *DENIAL_SPAN])
+def test_the_calls_before_the_stop_were_nudged(runs: dict[Any, Any], cell: str) -> None:
+    run = runs[cell, "repeat"]
     assert [("[loop guard]" in r) for r in _returns(run)[:4]] == [False, False, True, True]
     assert len(_adapter_decisions(run, "warn")) == 2
+
+
+def test_under_crewai_s_event_listener_the_call_is_denied_but_no_span_records_it(runs: dict[Any, Any]) -> None:
+    """OpenInference's CrewAI event listener opens its spans from CrewAI's events and makes none
+    current, so the hooks have no span to record on: the call is denied and the wrap-up sent, but
+    the decisions and the run's ending are not exported, and the denied call's tool span (opened
+    from CrewAI's tool events, the guard's message its output) reads as a call that ran. The
+    guard judged the run as the crew's (no trace is current), so install() tags the spans as a
+    run no enforcing guard judged."""
+    run = runs["crewai@openinference_events", "repeat"]
+    _assert_denied_and_wrapped_up(run)
+    assert _adapter_decisions(run, "deny") == [] and _adapter_decisions(run, "warn") == [] and _ends(run) == []
+    tools = _lookups(run)
+    assert len(tools) == 5 and tools[4]["attributes"]["output.value"].startswith(DENIED)
+    assert "loopguard.dispatched" not in tools[4]["attributes"]
+    assert {s["attributes"]["loopguard.mode"] for s in tools} == {"observe"}
+
+
+def test_crewai_openllmetry_observe_only_hooks(runs: dict[Any, Any]) -> None:
+    """OpenLLMetry's CrewAI instrumentation writes no tool span, so install() has no call to
+    judge; the hooks with an observe-only guard record what enforce mode would do as events on the
+    agent's span: `would_warn` at the third and fourth calls, `would_block` at the fifth."""
+    run = runs["crewai@traceloop", "observe"]
+    assert not [s for s in run["spans"] if "loopguard.tool.name" in s["attributes"]]
+    # observe-only: nothing denied or nudged; CrewAI stops the run itself after the fifth call ran
+    assert run["invoked"] == [A1] * 5 and run["final"].startswith("error: ToolExecutionFailedError")
+    assert not [r for r in _returns(run) if "loop guard" in r] and _wrap_ups(run) == [] and _ends(run) == []
+    [agent] = _around(run, "would_block")
+    assert agent["attributes"]["traceloop.span.kind"] == "agent"
+    decisions = [e for n, e in agent["events"] if n == "loopguard.decision"]
+    assert [(e["loopguard.decision"], e["loopguard.finding.kind"], e["loopguard.dispatched"]) for e in decisions] == [
+        ("would_warn", "repeat", True)] * 2 + [("would_block", "repeat", True)]
+    assert _adapter_decisions(run, "deny") == [] and _adapter_decisions(run, "warn") == []
 
 
 def test_a_code_agent_s_code_reaches_the_wrapped_tools(runs: dict[Any, Any]) -> None:
@@ -167,10 +239,10 @@ def test_identical_calls_of_one_model_response_are_siblings_not_a_repeat(runs: d
         assert run["final"] == "done"
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS)
-def test_four_identical_calls_are_not_denied(runs: dict[Any, Any], adapter: str) -> None:
+@pytest.mark.parametrize("cell", [*ADAPTERS, *CELLS])
+def test_four_identical_calls_are_not_denied(runs: dict[Any, Any], cell: str) -> None:
     """The mutation check: the repeat scenario with its fifth call removed denies nothing."""
-    run = runs[adapter, "four"]
+    run = runs[cell, "four"]
     assert run["invoked"] == [A1] * 4 and run["final"] == "done"
     assert _adapter_decisions(run, "deny") == [] and _wrap_ups(run) == [] and _ends(run) == []
     assert not [r for r in _returns(run) if r.startswith(DENIED)]
