@@ -48,18 +48,11 @@ MANAGED_AGENTS = {
           "with no tree to tell it by"
     for name in ("smol_openinference__delegate", "smol_openinference__delegate-ok")}
 
-# What the audit (and install()) judge as labelled but the receiver does not yet, and why: the
-# receiver decodes only the keys its reading plans name (receiver/ingest/decode.py), and these
-# need more (a model span's id and its record of the conversation, conventions/conversation.py,
-# for otlp/order.enclosed_turns), or the span tree (MANAGED_AGENTS).
+# What the audit (and install()) judge as labelled but the receiver does not yet, and why: it
+# keeps no span tree (MANAGED_AGENTS). (A model span that is the parent of its calls, ADK +
+# OpenInference, it reads as the audit does: decode.py scans its record of the conversation.)
 RECEIVER_GAPS: dict[str, str] = {
     **MANAGED_AGENTS,
-    **{name: "ADK + OpenInference: one LLM span per agent run, the parent of every call, ending after them; "
-             "the audit reads their turns from its record of the conversation (otlp/order.enclosed_turns), the "
-             "receiver does not have the model span's id nor its record yet: every call reads as one turn there "
-             "(sibling calls, not a repeat or a streak)"
-       for name in ("adk_openinference__repeat", "adk_openinference__repeat__content-off",
-                    "adk_openinference__errors")},
 }
 
 # What the audit of install()'s export (the processor's sequence, turns and digests: fw_replay.py)

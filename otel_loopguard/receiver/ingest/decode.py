@@ -2,8 +2,9 @@
 
 Every span gives its ids, parent, times and a content id (for dedupe). Only
 spans whose marker attributes say "tool call", "model call" or "run facts" get
-the attributes the conventions read decoded; every other attribute of every
-span is never touched. Invalid spans are rejected with a reason.
+the attributes the conventions read decoded (an OpenInference LLM span also its
+record of the conversation, found by key shape: scans.py); every other attribute
+of every span is never touched. Invalid spans are rejected with a reason.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ...calls import GuardEvent, ModelCall, RawCall
 from ...conventions import ModelSpan, ToolSpan, recognise
+from ...conventions.conversation import requested_calls
 from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
 from ...conventions.sketches import SKETCH_KEYS
@@ -26,6 +28,7 @@ from ...native import module as native_module
 from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ...otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ...otlp.values import any_value, attributes
+from .scans import CONVERSATION, OVERFLOW, SCANS, marked, plain as plain_scans, scanned
 
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -309,6 +312,13 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     values = _values(attrs, plan + extra if extra else plan)
     if _is_command(values):
         values.update(_values(attrs, _LANGGRAPH_KEYS))
+    for scan in SCANS:  # keys found by shape, in the few spans whose marker asks (scans.py)
+        if marked(values, scan):
+            keys = scanned(attrs, scan)
+            if keys is None:
+                values[OVERFLOW] = True
+            else:
+                values.update(_values(attrs, tuple(keys)))
     judge(d, name, status, values, run_attr)
 
 
@@ -344,6 +354,9 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     elif isinstance(found, ModelSpan):
         d.model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                             model=found.model, end_ns=d.end)
+        if marked(values, CONVERSATION) and OVERFLOW not in values:
+            # Its record, for calls it turns out to be the parent of (otlp/order.enclosed_turns).
+            d.model.span_id, d.model.requested = d.span_id.hex(), requested_calls(values)
     if facts:
         d.facts = {k: values[k] for k in _FACTS_KEYS if k in values}
 
@@ -355,6 +368,8 @@ def reading_plans() -> dict[str, Any]:
         "any_keys": list(_ANY_KEYS),
         "markers": [(key, [(value, rank, list(plan)) for value, (rank, plan) in plans.items()])
                     for key, plans in _MARKERS],
+        "scans": plain_scans(),
+        "scan_overflow": OVERFLOW,
         "tool_name": conv.TOOL_NAME,
         "tagged_rank": _TAGGED_RANK,
         "tagged_plan": list(_TAGGED_PLAN),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 from operator import itemgetter
+from types import MappingProxyType
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Union
 
@@ -24,7 +25,7 @@ from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ...findings.otlp import MAX_INPUT_CHARS
 from ...findings.waste import ModelIndex
 from ...fingerprint import Fingerprinter, fingerprint_call
-from ...otlp.order import order_calls
+from ...otlp.order import ModelSpanFacts, enclosed_turns, order_calls
 from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
 
 MAX_KEPT_FINDINGS = 1000
@@ -50,6 +51,7 @@ class _Held:
 
 _ORDINARY = _Held(True, None)  # shared by every call that no guard touched
 _NO_FACTS = RunFacts()
+_NO_RECORD: Mapping[str, int] = MappingProxyType({})
 _FACT_KEYS = ("loopguard.termination_reason", "loopguard.terminal_response")
 MAX_JOURNAL = 20_000  # inputs a run keeps for a snapshot (state_dir); a longer run is cut at shutdown instead
 
@@ -533,8 +535,8 @@ class RunBuffer:
     def _ordered(self, final: bool) -> list[ToolCall]:
         """The held calls in sequence order after those judged at earlier turns, fingerprinted;
         unless `final`, up to the first handoff still waiting for its target."""
-        ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
-        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends), self.agents)
+        calls, ends = enclosed_turns([call for call, _ in self.untagged], self._model_facts())
+        ordered = resolve_targets(order_calls(calls, ends), self.agents)
         if not final:
             waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
             ordered = ordered[:waiting]
@@ -542,6 +544,13 @@ class RunBuffer:
         self._judged_calls += len(ordered)
         calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
         return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
+
+    def _model_facts(self) -> list[ModelSpanFacts]:
+        """The run's model spans as enclosed_turns reads them: those judged at earlier turns by
+        their end only; an OpenInference LLM span held with its record (decode.py) by its id too."""
+        facts: list[ModelSpanFacts] = [("", end, _NO_RECORD) for end in self._judged_model_ends]
+        facts += [(m.span_id or "", m.end_ns or 0, m.requested or _NO_RECORD) for m in self.untagged_models]
+        return facts
 
     def _feed(self, calls: list[ToolCall], held: dict[tuple[Optional[str], Optional[str]], "_Held"]) -> list[Finding]:
         executed = []
