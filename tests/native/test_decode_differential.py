@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "research" / "conventions" / "captures"
 FIXTURES = ROOT / "tests" / "fixtures" / "otlp"
 FIELDS = ("where", "key", "content", "trace_id", "span_id", "parent", "start", "end", "run_id", "call", "model",
-          "facts", "guards", "agent")
+          "facts", "guards", "agent", "tree")
 Decoder = Callable[..., Any]
 # LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/testing.md, "Long runs");
 # the seeded requests scale with it (a tenth, each whole and mutated).
@@ -406,3 +406,23 @@ def test_only_openinference_llm_spans_are_scanned(rust: Decoder) -> None:
     # the ADK shape: GenAI and OpenInference keys on one span; it is scanned
     both = _model(rust, [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m"), *_LLM.items(), *record])
     assert both.requested == {"c0": 0}
+
+
+def test_a_managers_list_and_the_span_tree_are_read_alike(rust: Decoder) -> None:
+    """An OpenInference AGENT span's managed agents (scans.DECLARED) and every OpenInference
+    span's kind (receiver/runs/buffer.py keeps the tree): both decoders, to the cap and past it."""
+    def agent(count: int) -> Any:
+        data = _record_request([("openinference.span.kind", "AGENT"), ("input.value", '{"task": "t"}'),
+                                *[(f"smolagents.managed_agents.{i}.name", f"a{i}") for i in range(count)]])
+        check(rust, data)
+        return rust(data).spans[0].tree
+
+    at_cap = agent(scans.MAX_DECLARED)
+    assert len(at_cap.declared) == scans.MAX_DECLARED and at_cap.kind == "agent"
+    assert agent(scans.MAX_DECLARED + 1).declared == frozenset()  # dropped whole: no manager
+    chain = rust(_record_request([("openinference.span.kind", "CHAIN")])).spans[0].tree
+    assert chain is not None and chain.kind == "other" and chain.candidate is None
+    # Negative control: a kind OpenInference does not define is no link (the walk stops there)
+    unknown = _record_request([("openinference.span.kind", "SOMETHING")])
+    check(rust, unknown)
+    assert rust(unknown).spans[0].tree is None

@@ -18,11 +18,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from ...calls import GuardEvent, ModelCall, RawCall
 from ...conventions import ModelSpan, ToolSpan, recognise
 from ...conventions.conversation import requested_calls
+from ...conventions.delegations import SPAN_KINDS, candidate, declared_agents, kind_of
 from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
 from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
-                                TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, TOOL_EXTRA_KEYS)
+                                SMOLAGENTS_MANAGED, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, TOOL_EXTRA_KEYS)
 from ...findings.otlp import is_own_span
 from ...native import module as native_module
 from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
@@ -66,6 +67,11 @@ _TASK_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 # An agent span is often a trace's root: the processor's count of the run's calls is read there too.
 _AGENT_PLANS = {c.name: _plan(*c.agent, conv.RUN_CALLS) for c in AGENT_CONVENTIONS}
+# Every other OpenInference span, for its run's span tree (delegations): an agent span as a
+# candidate call (its input and output) and its list of managed agents (scans.py); the others
+# for their parent and kind only. Last in rank: any convention that reads the span reads it.
+_MANAGED_PLAN = _plan(*SMOLAGENTS_MANAGED.arguments, *SMOLAGENTS_MANAGED.result, conv.RUN_CALLS)
+_LINK_PLAN = _plan(conv.RUN_CALLS)
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
@@ -87,6 +93,10 @@ def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]],
     for rank, a in enumerate(AGENT_CONVENTIONS, start=_TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS) + len(MODEL_CONVENTIONS)):
         for value in a.marker_values:
             out.setdefault(a.marker, {}).setdefault(value, (rank, _AGENT_PLANS[a.name]))
+    rank = _TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS) + len(MODEL_CONVENTIONS) + len(AGENT_CONVENTIONS)
+    for value in sorted(SPAN_KINDS):
+        plan = _MANAGED_PLAN if value in SMOLAGENTS_MANAGED.marker_values else _LINK_PLAN
+        out.setdefault(SMOLAGENTS_MANAGED.marker, {}).setdefault(value, (rank, plan))
     return tuple(out.items())
 
 
@@ -135,6 +145,18 @@ class Decoded:
     facts: Optional[dict[str, Any]] = None
     guards: Optional[list[GuardEvent]] = None
     agent: Optional[str] = None  # an agent span's agent: a waiting handoff's target
+    tree: Optional["TreeNote"] = None  # an OpenInference span: its place in its run's span tree
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeNote:
+    """An OpenInference span as its run's delegations need it (conventions/delegations.py):
+    its kind, and for an agent span the agents it manages and itself as a candidate call."""
+
+    run_id: str
+    kind: str  # kind_of(): agent, tool, other
+    declared: frozenset[str] = frozenset()
+    candidate: Optional[tuple[str, RawCall]] = None  # (agent, call)
 
 
 @dataclass
@@ -182,7 +204,7 @@ def _unreadable(d: Decoded, span: Any) -> None:
     with, which no encoder changes."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
     d.content = hash((d.start, d.end, d.parent, span.name, status_code(span), len(span.attributes)))
-    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = None
+    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = d.tree = None
 
 
 class _RawSpans:
@@ -344,6 +366,9 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
     # Spelt out once, not any() twice: asked of every span judged (_FACTS_KEYS).
     facts = conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values or conv.RUN_CALLS in values
+    kind = kind_of(values)
+    if kind is not None:
+        d.tree = _tree_note(d, name, status, values, kind, run_attr)
     if found is None:
         d.agent = agent_of(values)
         if d.agent is None and not facts:
@@ -359,6 +384,18 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
             d.model.span_id, d.model.requested = d.span_id.hex(), requested_calls(values)
     if facts:
         d.facts = {k: values[k] for k in _FACTS_KEYS if k in values}
+
+
+def _tree_note(d: Decoded, name: str, status: int, values: dict[str, Any], kind: str,
+               run_attr: Optional[str]) -> TreeNote:
+    run_id = run_id_of(values, d.trace_id, run_attr)
+    if kind != "agent":
+        return TreeNote(run_id=run_id, kind=kind)
+    declared = frozenset() if OVERFLOW in values else declared_agents(values)
+    tool = candidate(name, values, status == _ERROR)
+    call = None if tool is None else (tool.tool, raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent),
+                                                          d.start, d.end, values, tool))
+    return TreeNote(run_id=run_id, kind=kind, declared=declared, candidate=call)
 
 
 def reading_plans() -> dict[str, Any]:

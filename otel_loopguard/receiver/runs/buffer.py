@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional, Union
 
 from ...bounded import BoundedMap
 from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ...conventions.delegations import DelegationLinks
 from ...conventions.handoffs import resolve_targets, unresolved
 from ...detect import Run
 from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
@@ -27,6 +28,7 @@ from ...findings.waste import ModelIndex
 from ...fingerprint import Fingerprinter, fingerprint_call
 from ...otlp.order import ModelSpanFacts, enclosed_turns, order_calls
 from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
+from ..ingest.decode import TreeNote
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -35,6 +37,11 @@ MAX_GUARD_EVENTS = 100
 MAX_STARTS = 100_000
 MAX_AGENT_SPANS = 4096  # the latest agent spans of a run: waiting handoffs' targets
 RECENT_CALLS = 1024
+# A run's span tree for its delegations (smolagents managed agents), held until it is judged:
+# the OpenInference spans' links kept at most, and the candidate calls. Past either bound a
+# delegation is not counted (no call), never counted wrongly.
+MAX_TREE_LINKS = 2048
+MAX_DELEGATIONS = 256
 RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
@@ -222,6 +229,8 @@ class RunBuffer:
         self._models_of: Optional[list[tuple[Any, ...]]] = None  # the journal list it was fed from
         self._models_fed = 0  # entries of that journal fed to it
         self._models_policy: Any = None  # the policy whose prices it holds
+        # The run's span tree (note_tree), from its first candidate delegation on; None before.
+        self._tree: Optional[DelegationLinks[RawCall]] = None
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -314,6 +323,29 @@ class RunBuffer:
         bisect.insort(self.agents, (start_ns, agent))
         if len(self.agents) > MAX_AGENT_SPANS:
             del self.agents[0]
+
+    def note_tree(self, span_id: str, parent_id: str, note: TreeNote) -> None:
+        """An OpenInference span's place in the run's tree. Kept from the first agent span that
+        may be a delegation on: its ancestors, which must list it, end after it (the spans before
+        it are its own run's, below it). A run the processor numbers tags its delegations itself."""
+        if self._tagged:
+            return
+        if self._tree is None:
+            if note.candidate is None:
+                return
+            self._tree = DelegationLinks(MAX_TREE_LINKS, MAX_DELEGATIONS)
+        self._tree.note(span_id, parent_id, note.kind, note.declared, note.candidate)
+
+    def _delegations(self) -> list[Finding]:
+        """The candidates whose manager lists them, held as calls, the tree dropped. Not in a
+        run with numbered calls, nor after a turn was judged (they would come after its calls)."""
+        tree, self._tree = self._tree, None
+        if tree is None or self._tagged or self._judged_calls or any(c.seq >= 1 for c, _ in self.untagged):
+            return []
+        out: list[Finding] = []
+        for call in tree.calls():
+            out += self.add_call(call, self.last_activity)
+        return out
 
     def note_guards(self, events: list[GuardEvent]) -> None:
         room = MAX_GUARD_EVENTS - len(self.guard_events)
@@ -466,7 +498,7 @@ class RunBuffer:
 
     def complete(self) -> list[Finding]:
         """Judge everything still held; the run is over."""
-        out: list[Finding] = []
+        out = self._delegations()
         while self.pending:
             out += self.expire_gap(float("inf"), 0.0)
         if self._tagged:
