@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -69,9 +70,11 @@ _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c i
 _AGENT_PLANS = {c.name: _plan(*c.agent, conv.RUN_CALLS) for c in AGENT_CONVENTIONS}
 # Every other OpenInference span, for its run's span tree (delegations): an agent span as a
 # candidate call (its input and output) and its list of managed agents (scans.py); the others
-# for their parent and kind only. Last in rank: any convention that reads the span reads it.
-_MANAGED_PLAN = _plan(*SMOLAGENTS_MANAGED.arguments, *SMOLAGENTS_MANAGED.result, conv.RUN_CALLS)
-_LINK_PLAN = _plan(conv.RUN_CALLS)
+# for their parent and kind only. Last in rank: a span any convention reads gets that one's
+# plan, and one with a tool name the tagged plan (_plan_of), so these need not hold the other
+# markers (recognise() finds nothing in them either way): the kind, run id and run facts.
+_LINK_PLAN = (SMOLAGENTS_MANAGED.marker, *_FACTS_PLAN)
+_MANAGED_PLAN = (*_LINK_PLAN, *SMOLAGENTS_MANAGED.arguments, *SMOLAGENTS_MANAGED.result)
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
@@ -102,6 +105,12 @@ def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]],
 
 _TAGGED_RANK = len(TOOL_CONVENTIONS) + len(MARKED_HANDOFFS)
 _MARKERS = _marker_plans()
+# The OpenInference kinds read for the span tree only, and the keys of their plans: values with
+# no other key come from those plans, and recognise() and agent_of() find nothing in them
+# (tests/receiver/test_decode.py), so judge() does not ask.
+_TREE_KINDS = frozenset(value for key, plans in _MARKERS if key == SMOLAGENTS_MANAGED.marker
+                        for value, (_, plan) in plans.items() if plan is _LINK_PLAN or plan is _MANAGED_PLAN)
+_TREE_KEYS = frozenset(_MANAGED_PLAN)
 _HANDOFF_NAME = OPENINFERENCE_HANDOFF.span_name_prefix
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
 _ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, *_FACTS_KEYS)
@@ -148,10 +157,11 @@ class Decoded:
     tree: Optional["TreeNote"] = None  # an OpenInference span: its place in its run's span tree
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)  # not frozen: built for every OpenInference span (calls.py says why)
 class TreeNote:
     """An OpenInference span as its run's delegations need it (conventions/delegations.py):
-    its kind, and for an agent span the agents it manages and itself as a candidate call."""
+    its kind, and for an agent span the agents it manages and itself as a candidate call.
+    Never changed once built: the notes of spans that are not agents are shared (_link_note)."""
 
     run_id: str
     kind: str  # kind_of(): agent, tool, other
@@ -362,15 +372,18 @@ def finish(d: Decoded, name: str, status: int, values: Optional[dict[str, Any]],
 def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: Optional[str]) -> None:
     """What the conventions make of a span's plan values: a call, a model call, an agent, run facts."""
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
+    marker = values.get(SMOLAGENTS_MANAGED.marker)
+    tree_only = marker.__class__ is str and marker in _TREE_KINDS and _TREE_KEYS.issuperset(values)
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
-    found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
+    found = (None if tree_only else recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME)
+             else recognise(values, status == _ERROR))
     # Spelt out once, not any() twice: asked of every span judged (_FACTS_KEYS).
     facts = conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values or conv.RUN_CALLS in values
     kind = kind_of(values)
     if kind is not None:
         d.tree = _tree_note(d, name, status, values, kind, run_attr)
     if found is None:
-        d.agent = agent_of(values)
+        d.agent = None if tree_only else agent_of(values)
         if d.agent is None and not facts:
             return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
@@ -390,12 +403,18 @@ def _tree_note(d: Decoded, name: str, status: int, values: dict[str, Any], kind:
                run_attr: Optional[str]) -> TreeNote:
     run_id = run_id_of(values, d.trace_id, run_attr)
     if kind != "agent":
-        return TreeNote(run_id=run_id, kind=kind)
+        return _link_note(run_id, kind)
     declared = frozenset() if OVERFLOW in values else declared_agents(values)
     tool = candidate(name, values, status == _ERROR)
     call = None if tool is None else (tool.tool, raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent),
                                                           d.start, d.end, values, tool))
     return TreeNote(run_id=run_id, kind=kind, declared=declared, candidate=call)
+
+
+@lru_cache(maxsize=1024)
+def _link_note(run_id: str, kind: str) -> TreeNote:
+    """One note for every span of a kind in a run: the spans of a trace share their run."""
+    return TreeNote(run_id=run_id, kind=kind)
 
 
 def reading_plans() -> dict[str, Any]:

@@ -159,7 +159,7 @@ class RunAssembler:
         for d in spans:
             note = d.tree
             buffer = self.runs.get(note.run_id) if note is not None else None
-            if buffer is not None:
+            if note is not None and buffer is not None:
                 try:
                     buffer.note_tree(d.span_id.hex(), d.parent.hex(), note)
                 except Exception:  # one bad span must not cost the others their judgement

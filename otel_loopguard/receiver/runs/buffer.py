@@ -567,8 +567,8 @@ class RunBuffer:
     def _ordered(self, final: bool) -> list[ToolCall]:
         """The held calls in sequence order after those judged at earlier turns, fingerprinted;
         unless `final`, up to the first handoff still waiting for its target."""
-        calls, ends = enclosed_turns([call for call, _ in self.untagged], self._model_facts())
-        ordered = resolve_targets(order_calls(calls, ends), self.agents)
+        held, ends = enclosed_turns([call for call, _ in self.untagged], self._model_facts())
+        ordered = resolve_targets(order_calls(held, ends), self.agents)
         if not final:
             waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
             ordered = ordered[:waiting]
