@@ -3,8 +3,10 @@
 Every span gives its ids, parent, times and a content id (for dedupe). Only
 spans whose marker attributes say "tool call", "model call" or "run facts" get
 the attributes the conventions read decoded (an OpenInference LLM span also its
-record of the conversation, found by key shape: scans.py); every other attribute
-of every span is never touched. Invalid spans are rejected with a reason.
+record of the conversation, found by key shape: scans.py); every OpenInference
+span its kind, and an agent span its managed agents, for its run's span tree
+(TreeNote: delegations); every other attribute of every span is never touched.
+Invalid spans are rejected with a reason.
 """
 
 from __future__ import annotations
