@@ -224,3 +224,9 @@ class ModelCall:
     output_tokens: int = 0
     model: Optional[str] = None
     end_ns: Optional[int] = None
+    # Only an OpenInference LLM span's, where the receiver reads them: its span id and its
+    # record of the conversation (call id -> position of the message that asked for it,
+    # conventions/conversation.py), for the calls it is the parent of (otlp/order.enclosed_turns).
+    # None: no record (another convention, or more entries than the reader keeps).
+    span_id: Optional[str] = None
+    requested: Optional[Mapping[str, int]] = None

@@ -18,7 +18,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 PURE_ENV = "OTEL_LOOPGUARD_PURE_PYTHON"
-_ABI = 2  # the signatures this module calls: otel_loopguard_native.ABI must match
+_ABI = 3  # the signatures this module calls: otel_loopguard_native.ABI must match
 
 
 def _load() -> Any:

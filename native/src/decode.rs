@@ -24,16 +24,23 @@ struct DecodeTables {
     run_id_key: String,
     decision: String,
     decoded: Py<PyAny>,
+    /// Keys found by shape (receiver/ingest/scans.py) in a span with a plan whose marker is one
+    /// of the values: (marker, marker values, prefixes, suffix, cap).
+    scans: Vec<ScanSpec>,
+    /// The key a scan past its cap sets (True) in place of the keys it found.
+    scan_overflow: String,
 }
 
 type MarkerTable = Vec<(String, Vec<(String, u32, Vec<String>)>)>;
+type ScanSpec = (String, Vec<String>, Vec<String>, String, usize);
 
 #[pymethods]
 impl DecodeTables {
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (*, decoded, any_keys, markers, tool_name, tagged_rank, tagged_plan, facts_plan,
-                        facts_keys, result_keys, result_prefixes, langgraph_keys, run_id_key, decision))]
+                        facts_keys, result_keys, result_prefixes, langgraph_keys, run_id_key, decision, scans,
+                        scan_overflow))]
     fn new(
         decoded: Py<PyAny>,
         any_keys: Vec<String>,
@@ -48,6 +55,8 @@ impl DecodeTables {
         langgraph_keys: Vec<String>,
         run_id_key: String,
         decision: String,
+        scans: Vec<ScanSpec>,
+        scan_overflow: String,
     ) -> Self {
         let mut plans = Plans { any_keys, tool_name, tagged_rank, facts_keys, ..Plans::default() };
         plans.plans.push(tagged_plan);
@@ -62,7 +71,17 @@ impl DecodeTables {
             }
             plans.markers.push((key, table));
         }
-        DecodeTables { plans, result_keys, result_prefixes, langgraph_keys, run_id_key, decision, decoded }
+        DecodeTables {
+            plans,
+            result_keys,
+            result_prefixes,
+            langgraph_keys,
+            run_id_key,
+            decision,
+            decoded,
+            scans,
+            scan_overflow,
+        }
     }
 }
 
@@ -117,6 +136,22 @@ fn values_into<'py>(
     Ok(())
 }
 
+/// scans.py's scanned(): the span's keys with one of `prefixes` and `suffix`, sorted; None
+/// when more than `cap` match.
+fn scanned<'m>(map: &KeyMap<'m>, prefixes: &[String], suffix: &str, cap: usize) -> Option<Vec<&'m str>> {
+    let mut found = Vec::new();
+    for &key in map.keys() {
+        if key.ends_with(suffix) && prefixes.iter().any(|p| key.starts_with(p.as_str())) {
+            if found.len() == cap {
+                return None;
+            }
+            found.push(key);
+        }
+    }
+    found.sort_unstable();
+    Some(found)
+}
+
 struct Request<'a, 'py> {
     py: Python<'py>,
     tables: &'a DecodeTables,
@@ -135,6 +170,19 @@ impl<'a, 'py> Request<'a, 'py> {
         if self.is_command(attrs, map, &keys)? {
             let lg: Vec<&str> = self.tables.langgraph_keys.iter().map(String::as_str).collect();
             values_into(self.py, &dict, attrs, map, &lg)?;
+        }
+        for (marker, marker_values, prefixes, suffix, cap) in &self.tables.scans {
+            // scans.marked(): the marker as the plan's values hold it, a string.
+            let Some(value) = dict.get_item(marker.as_str())? else { continue };
+            let Ok(value) = value.downcast::<PyString>() else { continue };
+            let value = value.to_cow()?;
+            if !marker_values.iter().any(|v| *v == *value) {
+                continue;
+            }
+            match scanned(map, prefixes, suffix, *cap) {
+                Some(found) => values_into(self.py, &dict, attrs, map, &found)?,
+                None => dict.set_item(self.tables.scan_overflow.as_str(), true)?,
+            }
         }
         Ok(dict)
     }

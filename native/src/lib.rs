@@ -19,7 +19,7 @@ mod python {
     use pyo3::types::{PyBytes, PyString};
 
     /// Bumped whenever the Python-facing signatures change: native.py checks it.
-    const ABI: u32 = 2;
+    const ABI: u32 = 3;
 
     /// Keys to drop at every depth, converted once per set.
     #[pyclass(frozen, module = "otel_loopguard_native")]

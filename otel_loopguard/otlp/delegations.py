@@ -2,9 +2,10 @@
 
 The audit and calibrate see whole traces: each OpenInference span's parent and kind is kept,
 and each agent span named `<agent>.<method>` as a candidate call of that agent; once the run is
-read, a candidate whose nearest agent ancestor lists the agent as one it manages is a call.
-A run the processor numbered gets none here: the processor tags its delegations as calls itself
-(processor/delegations.py). The receiver, which keeps no span tree, cannot tell them.
+read, a candidate whose nearest agent ancestor lists the agent as one it manages is a call
+(`DelegationLinks`, shared with the receiver's run buffer, which keeps it bounded). A run the
+processor numbered gets none here: the processor tags its delegations as calls itself
+(processor/delegations.py).
 """
 
 from __future__ import annotations
@@ -14,53 +15,31 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..calls import RawCall
-from ..conventions import ToolSpan
-from ..conventions.delegations import declared_agents, kind_of, manager_of
-from ..conventions.payloads import unwrap_arguments, unwrap_result
-from ..conventions.spec import SMOLAGENTS_MANAGED as MANAGED
+from ..conventions.delegations import DelegationLinks, candidate, declared_agents, kind_of
 
 
 class DelegationTree:
-    """Per run: span id -> (parent id, kind), the managers' lists, the candidate calls."""
+    """Per run: its DelegationLinks (span id -> (parent id, kind), the managers' lists, the
+    candidate calls), unbounded: the audit holds the whole file already."""
 
     def __init__(self) -> None:
-        self._links: dict[str, dict[str, tuple[str, str]]] = {}
-        self._managers: dict[str, dict[str, frozenset[str]]] = {}
-        self._candidates: dict[str, list[RawCall]] = {}
+        self._runs: dict[str, DelegationLinks[RawCall]] = {}
 
     def note(self, run_id: str, span: Span, attrs: dict[str, Any], call: Any) -> None:
         """`call`: span_call(span, attrs, tool) of spans.py, for a candidate (it reads the ids)."""
         kind = kind_of(attrs)
         if kind is None:
             return
-        span_id = span.span_id.hex()
-        self._links.setdefault(run_id, {})[span_id] = (span.parent_span_id.hex(), kind)
-        if kind != "agent":
-            return
-        declared = declared_agents(attrs)
-        if declared:
-            self._managers.setdefault(run_id, {})[span_id] = declared
-        agent = span.name.rpartition(".")[0]
-        if agent:
-            result, result_error = unwrap_result(_first(attrs, MANAGED.result))
-            tool = ToolSpan(convention="openinference", tool=agent, call_id=None, result=result,
-                            arguments=unwrap_arguments(_first(attrs, MANAGED.arguments)),
-                            error=span.status.code == Status.STATUS_CODE_ERROR or result_error)
-            self._candidates.setdefault(run_id, []).append(call(span, attrs, tool))
+        declared: frozenset[str] = frozenset()
+        found = None
+        if kind == "agent":
+            declared = declared_agents(attrs)
+            tool = candidate(span.name, attrs, span.status.code == Status.STATUS_CODE_ERROR)
+            found = (tool.tool, call(span, attrs, tool)) if tool is not None else None
+        links = self._runs.setdefault(run_id, DelegationLinks())
+        links.note(span.span_id.hex(), span.parent_span_id.hex(), kind, declared, found)
 
     def calls(self, run_id: str, numbered: bool) -> list[RawCall]:
         """The run's delegations: candidates whose manager lists their agent."""
-        managers = self._managers.get(run_id)
-        if not managers or numbered:
-            return []
-        links = self._links.get(run_id, {})
-        out = []
-        for c in self._candidates.get(run_id, []):
-            manager = manager_of(c.span_id or "", links)
-            if manager is not None and c.tool in managers.get(manager, frozenset()):
-                out.append(c)
-        return out
-
-
-def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    return next((attrs[k] for k in keys if k in attrs), None)
+        links = self._runs.get(run_id)
+        return [] if numbered or links is None else links.calls()

@@ -39,28 +39,11 @@ KNOWN_GAPS: dict[str, str] = {
        for name in ("crew_openinference__parallel", "crew_openinference__llm-openai__parallel")},
 }
 
-# A delegation read from the span tree: the audit (otlp/delegations.py) and install() (the processor
-# keeps the tree from span starts in a trace whose agent span lists managed agents,
-# processor/delegations.py) count it; the receiver cannot.
-MANAGED_AGENTS = {
-    name: "a smolagents managed agent runs as an AGENT span, no tool span: the audit and install() count it as a "
-          "call from the span tree (its manager's agent span lists it); the receiver sees one span at a time, "
-          "with no tree to tell it by"
-    for name in ("smol_openinference__delegate", "smol_openinference__delegate-ok")}
-
-# What the audit (and install()) judge as labelled but the receiver does not yet, and why: the
-# receiver decodes only the keys its reading plans name (receiver/ingest/decode.py), and these
-# need more (a model span's id and its record of the conversation, conventions/conversation.py,
-# for otlp/order.enclosed_turns), or the span tree (MANAGED_AGENTS).
-RECEIVER_GAPS: dict[str, str] = {
-    **MANAGED_AGENTS,
-    **{name: "ADK + OpenInference: one LLM span per agent run, the parent of every call, ending after them; "
-             "the audit reads their turns from its record of the conversation (otlp/order.enclosed_turns), the "
-             "receiver does not have the model span's id nor its record yet: every call reads as one turn there "
-             "(sibling calls, not a repeat or a streak)"
-       for name in ("adk_openinference__repeat", "adk_openinference__repeat__content-off",
-                    "adk_openinference__errors")},
-}
+# A delegation read from the span tree: a smolagents managed agent runs as an AGENT span, no tool
+# span; the audit (otlp/delegations.py), install() (processor/delegations.py) and the receiver
+# (its run's bounded span tree, receiver/runs/buffer.py) count it as a call when its manager's
+# agent span lists it. Every reader judges these captures as labelled.
+RECEIVER_GAPS: dict[str, str] = {}
 
 # What the audit of install()'s export (the processor's sequence, turns and digests: fw_replay.py)
 # does not judge as labelled, and why. The processor numbers a call when its span ends, from

@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from otel_loopguard import native
 from otel_loopguard.otlp.values import to_key_values
 from otel_loopguard.receiver.ingest import decode as reference
-from otel_loopguard.receiver.ingest import decode_native
+from otel_loopguard.receiver.ingest import decode_native, scans
 
 from tests.native.conftest import require_native
 from tests.reliability.fuzzing import RUN_ATTRIBUTE, corpus, mutate, random_request, requests
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "research" / "conventions" / "captures"
 FIXTURES = ROOT / "tests" / "fixtures" / "otlp"
 FIELDS = ("where", "key", "content", "trace_id", "span_id", "parent", "start", "end", "run_id", "call", "model",
-          "facts", "guards", "agent")
+          "facts", "guards", "agent", "tree")
 Decoder = Callable[..., Any]
 # LOOPGUARD_DECODE_DIFF_CASES raises the mutated cases for a long run (docs/testing.md, "Long runs");
 # the seeded requests scale with it (a tenth, each whole and mutated).
@@ -328,3 +328,101 @@ def test_one_chooser_for_both_native_paths() -> None:
     assert _child_path(env) == "native"
     assert _child_path({**env, native.PURE_ENV: "1"}) == "python"
     assert reference.path() == "native"  # this process runs the native path
+
+
+# -- keys found by shape: an OpenInference LLM span's record of the conversation (scans.py) ----------
+FW_CAPTURES = ROOT / "research" / "conventions" / "fw_captures"
+_LLM = {"openinference.span.kind": "LLM", "llm.model_name": "m"}
+
+
+def _call_id_key(message: int, call: int, side: str = "input") -> str:
+    return f"llm.{side}_messages.{message}.message.tool_calls.{call}.tool_call.id"
+
+
+def _record_request(attrs: list[tuple[str, Any]]) -> bytes:
+    """One span with these attributes, in this order (repeats kept: the last one wins)."""
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="llm", start_time_unix_nano=1, end_time_unix_nano=2)
+    for key, value in attrs:
+        span.attributes.extend(to_key_values({key: value}))
+    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])]
+                                     ).SerializeToString()
+
+
+def _model(rust: Decoder, attrs: list[tuple[str, Any]]) -> Any:
+    data = _record_request(attrs)
+    check(rust, data)
+    check(rust, data, None, None)
+    return rust(data).spans[0].model
+
+
+def test_framework_captures_decode_alike_and_the_enclosing_model_spans_keep_their_record(rust: Decoder) -> None:
+    records = {}
+    for path in sorted(FW_CAPTURES.glob("*.json")):
+        spans = [_captured_span(s) for s in json.loads(path.read_text())["spans"]]
+        data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+                                         ).SerializeToString()
+        check(rust, data, None, None)
+        records[path.stem] = [d.model.requested for d in rust(data).spans if d.model is not None]
+    # ADK + OpenInference: its one LLM span records the calls its messages asked for
+    assert records["adk_openinference__repeat"] == [{"c1": 2, "c2": 4, "c3": 6, "c4": 8, "c5": 10}]
+    assert records["adk_openinference__repeat__content-off"][0]
+    # Negative control: GenAI model spans (no OpenInference marker) keep none
+    assert records["pai_otel_genai__repeat"] and not any(records["pai_otel_genai__repeat"])
+
+
+def test_a_record_is_read_alike_whatever_the_order_of_its_keys(rust: Decoder) -> None:
+    keys = [(_call_id_key(i, 0), f"call-{i}") for i in range(6)] + [(_call_id_key(6, 0, "output"), "call-6")]
+    rnd = random.Random(3)
+    seen = set()
+    for _ in range(5):
+        rnd.shuffle(keys)
+        model = _model(rust, [*_LLM.items(), *keys, ("llm.input_messages.0.message.content", "hi")])
+        seen.add(tuple(sorted(model.requested.items())))
+    assert seen == {tuple(sorted({**{f"call-{i}": i for i in range(6)}, "call-6": 12}.items()))}  # an answer after the inputs
+
+
+def test_a_record_repeated_keys_and_other_values_alike(rust: Decoder) -> None:
+    model = _model(rust, [*_LLM.items(), (_call_id_key(0, 0), "first"), (_call_id_key(0, 0), "last"),
+                          (_call_id_key(1, 0), 7), (_call_id_key(2, 0), ""), ("x.tool_call.id", "other"),
+                          ("llm.input_messages.3.message.tool_calls.0.tool_call.name", "not an id")])
+    assert model.requested == {"last": 0}
+
+
+def test_a_record_past_the_cap_is_dropped_alike(rust: Decoder) -> None:
+    cap = scans.MAX_SCANNED
+    at_cap = _model(rust, [*_LLM.items(), *[(_call_id_key(i, 0), f"c{i}") for i in range(cap)]])
+    assert len(at_cap.requested) == cap and at_cap.span_id == "02" * 8
+    past = _model(rust, [*_LLM.items(), *[(_call_id_key(i, 0), f"c{i}") for i in range(cap + 1)]])
+    assert past.requested is None and past.span_id is None  # its calls keep the turns their times give
+
+
+def test_only_openinference_llm_spans_are_scanned(rust: Decoder) -> None:
+    record = [(_call_id_key(0, 0), "c0")]
+    genai = _model(rust, [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m"), *record])
+    assert genai is not None and genai.requested is None and genai.span_id is None
+    # an OpenInference span of another kind: none of its keys is read
+    data = _record_request([("openinference.span.kind", "CHAIN"), *record])
+    assert "c0" not in check(rust, data)
+    # the ADK shape: GenAI and OpenInference keys on one span; it is scanned
+    both = _model(rust, [("gen_ai.operation.name", "chat"), ("gen_ai.request.model", "m"), *_LLM.items(), *record])
+    assert both.requested == {"c0": 0}
+
+
+def test_a_managers_list_and_the_span_tree_are_read_alike(rust: Decoder) -> None:
+    """An OpenInference AGENT span's managed agents (scans.DECLARED) and every OpenInference
+    span's kind (receiver/runs/buffer.py keeps the tree): both decoders, to the cap and past it."""
+    def agent(count: int) -> Any:
+        data = _record_request([("openinference.span.kind", "AGENT"), ("input.value", '{"task": "t"}'),
+                                *[(f"smolagents.managed_agents.{i}.name", f"a{i}") for i in range(count)]])
+        check(rust, data)
+        return rust(data).spans[0].tree
+
+    at_cap = agent(scans.MAX_DECLARED)
+    assert len(at_cap.declared) == scans.MAX_DECLARED and at_cap.kind == "agent"
+    assert agent(scans.MAX_DECLARED + 1).declared == frozenset()  # dropped whole: no manager
+    chain = rust(_record_request([("openinference.span.kind", "CHAIN")])).spans[0].tree
+    assert chain is not None and chain.kind == "other" and chain.candidate is None
+    # Negative control: a kind OpenInference does not define is no link (the walk stops there)
+    unknown = _record_request([("openinference.span.kind", "SOMETHING")])
+    check(rust, unknown)
+    assert rust(unknown).spans[0].tree is None

@@ -384,3 +384,22 @@ def test_our_own_finding_spans_are_never_judged_again_whatever_their_detail(name
     span.attributes.extend(to_key_values({"loopguard.seq": 1, "loopguard.key.id": "kid"}))
     d = decode(_request([span])).spans[0]
     assert (d.call is None) is own
+
+
+def test_the_spans_read_for_the_tree_only_are_what_recognise_and_agent_of_find_nothing_in() -> None:
+    """decode.judge() does not ask recognise() or agent_of() of values from the tree-only
+    plans (OpenInference CHAIN, AGENT, ... spans): they must find nothing there, whatever else
+    the plan read. Negative control: the OpenInference kinds other conventions read (LLM, TOOL)
+    are not tree-only."""
+    from otel_loopguard.conventions.recognise import agent_of
+    from otel_loopguard.receiver.ingest import decode as reference
+
+    assert {"CHAIN", "AGENT", "agent", "RETRIEVER"} <= reference._TREE_KINDS
+    assert not {"LLM", "TOOL", "llm", "tool"} & reference._TREE_KINDS
+    full = {key: "x" for key in reference._TREE_KEYS}
+    full.update({"loopguard.terminal_response": True, "loopguard.run.calls": 3})
+    for kind in reference._TREE_KINDS:
+        values = {**full, "openinference.span.kind": kind}
+        for error in (False, True):
+            assert recognise(values, error) is None and recognise(values, error, "handoff to x") is None
+        assert agent_of(values) is None

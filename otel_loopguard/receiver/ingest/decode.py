@@ -2,30 +2,37 @@
 
 Every span gives its ids, parent, times and a content id (for dedupe). Only
 spans whose marker attributes say "tool call", "model call" or "run facts" get
-the attributes the conventions read decoded; every other attribute of every
-span is never touched. Invalid spans are rejected with a reason.
+the attributes the conventions read decoded (an OpenInference LLM span also its
+record of the conversation, found by key shape: scans.py); every OpenInference
+span its kind, and an agent span its managed agents, for its run's span tree
+(TreeNote: delegations); every other attribute of every span is never touched.
+Invalid spans are rejected with a reason.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Optional
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ...calls import GuardEvent, ModelCall, RawCall
 from ...conventions import ModelSpan, ToolSpan, recognise
+from ...conventions.conversation import requested_calls
+from ...conventions.delegations import SPAN_KINDS, candidate, declared_agents, kind_of
 from ...conventions.recognise import TOOL_NAME_FALLBACKS, agent_of
 from ...conventions import attributes as conv
 from ...conventions.sketches import SKETCH_KEYS
 from ...conventions.spec import (AGENT_CONVENTIONS, LANGGRAPH_HANDOFF, MARKED_HANDOFFS, MODEL_CONVENTIONS, OPENINFERENCE_HANDOFF,
-                                TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, TOOL_EXTRA_KEYS)
+                                SMOLAGENTS_MANAGED, TASK_TOOL_CONVENTIONS, TOOL_CONVENTIONS, TOOL_EXTRA_KEYS)
 from ...findings.otlp import is_own_span
 from ...native import module as native_module
 from ...otlp.lite import LiteRequest, RawSpansRequest, hidden_attributes, status_code
 from ...otlp.spans import DECISION_EVENT, hex_id, raw_call, run_id_of
 from ...otlp.values import any_value, attributes
+from .scans import CONVERSATION, OVERFLOW, SCANS, marked, plain as plain_scans, scanned
 
 
 _log = logging.getLogger("otel_loopguard.receiver")
@@ -63,6 +70,13 @@ _TASK_PLANS = {c.name: _plan(c.tool, *c.call_id, *c.arguments, *c.result, *_CALL
 _HANDOFF_PLANS = {c.name: _plan(*c.from_agent, *c.to_agent, *_CALL_KEYS) for c in MARKED_HANDOFFS}
 # An agent span is often a trace's root: the processor's count of the run's calls is read there too.
 _AGENT_PLANS = {c.name: _plan(*c.agent, conv.RUN_CALLS) for c in AGENT_CONVENTIONS}
+# Every other OpenInference span, for its run's span tree (delegations): an agent span as a
+# candidate call (its input and output) and its list of managed agents (scans.py); the others
+# for their parent and kind only. Last in rank: a span any convention reads gets that one's
+# plan, and one with a tool name the tagged plan (_plan_of), so these need not hold the other
+# markers (recognise() finds nothing in them either way): the kind, run id and run facts.
+_LINK_PLAN = (SMOLAGENTS_MANAGED.marker, *_FACTS_PLAN)
+_MANAGED_PLAN = (*_LINK_PLAN, *SMOLAGENTS_MANAGED.arguments, *SMOLAGENTS_MANAGED.result)
 
 
 def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]], ...]:
@@ -84,11 +98,21 @@ def _marker_plans() -> tuple[tuple[str, dict[str, tuple[int, tuple[str, ...]]]],
     for rank, a in enumerate(AGENT_CONVENTIONS, start=_TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS) + len(MODEL_CONVENTIONS)):
         for value in a.marker_values:
             out.setdefault(a.marker, {}).setdefault(value, (rank, _AGENT_PLANS[a.name]))
+    rank = _TAGGED_RANK + 1 + len(TASK_TOOL_CONVENTIONS) + len(MODEL_CONVENTIONS) + len(AGENT_CONVENTIONS)
+    for value in sorted(SPAN_KINDS):
+        plan = _MANAGED_PLAN if value in SMOLAGENTS_MANAGED.marker_values else _LINK_PLAN
+        out.setdefault(SMOLAGENTS_MANAGED.marker, {}).setdefault(value, (rank, plan))
     return tuple(out.items())
 
 
 _TAGGED_RANK = len(TOOL_CONVENTIONS) + len(MARKED_HANDOFFS)
 _MARKERS = _marker_plans()
+# The OpenInference kinds read for the span tree only, and the keys of their plans: values with
+# no other key come from those plans, and recognise() and agent_of() find nothing in them
+# (tests/receiver/test_decode.py), so judge() does not ask.
+_TREE_KINDS = frozenset(value for key, plans in _MARKERS if key == SMOLAGENTS_MANAGED.marker
+                        for value, (_, plan) in plans.items() if plan is _LINK_PLAN or plan is _MANAGED_PLAN)
+_TREE_KEYS = frozenset(_MANAGED_PLAN)
 _HANDOFF_NAME = OPENINFERENCE_HANDOFF.span_name_prefix
 # Any of these present makes a span worth a closer look (markers, a tagged tool, run facts).
 _ANY_KEYS = (*_MARKER_KEYS, conv.TOOL_NAME, *_FACTS_KEYS)
@@ -132,6 +156,19 @@ class Decoded:
     facts: Optional[dict[str, Any]] = None
     guards: Optional[list[GuardEvent]] = None
     agent: Optional[str] = None  # an agent span's agent: a waiting handoff's target
+    tree: Optional["TreeNote"] = None  # an OpenInference span: its place in its run's span tree
+
+
+@dataclass(slots=True, kw_only=True)  # not frozen: built for every OpenInference span (calls.py says why)
+class TreeNote:
+    """An OpenInference span as its run's delegations need it (conventions/delegations.py):
+    its kind, and for an agent span the agents it manages and itself as a candidate call.
+    Never changed once built: the notes of spans that are not agents are shared (_link_note)."""
+
+    run_id: str
+    kind: str  # kind_of(): agent, tool, other
+    declared: frozenset[str] = frozenset()
+    candidate: Optional[tuple[str, RawCall]] = None  # (agent, call)
 
 
 @dataclass
@@ -179,7 +216,7 @@ def _unreadable(d: Decoded, span: Any) -> None:
     with, which no encoder changes."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
     d.content = hash((d.start, d.end, d.parent, span.name, status_code(span), len(span.attributes)))
-    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = None
+    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = d.tree = None
 
 
 class _RawSpans:
@@ -309,6 +346,13 @@ def _read_span(d: Decoded, span: Any, attrs: Any, extra: tuple[str, ...], run_at
     values = _values(attrs, plan + extra if extra else plan)
     if _is_command(values):
         values.update(_values(attrs, _LANGGRAPH_KEYS))
+    for scan in SCANS:  # keys found by shape, in the few spans whose marker asks (scans.py)
+        if marked(values, scan):
+            keys = scanned(attrs, scan)
+            if keys is None:
+                values[OVERFLOW] = True
+            else:
+                values.update(_values(attrs, tuple(keys)))
     judge(d, name, status, values, run_attr)
 
 
@@ -330,12 +374,18 @@ def finish(d: Decoded, name: str, status: int, values: Optional[dict[str, Any]],
 def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: Optional[str]) -> None:
     """What the conventions make of a span's plan values: a call, a model call, an agent, run facts."""
     d.content = hash((d.content, _content(values)))  # the attributes judged are part of what must match
+    marker = values.get(SMOLAGENTS_MANAGED.marker)
+    tree_only = marker.__class__ is str and marker in _TREE_KINDS and _TREE_KEYS.issuperset(values)
     # Only an OpenInference handoff is told by its name (conventions/spec.py).
-    found = recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME) else recognise(values, status == _ERROR)
+    found = (None if tree_only else recognise(values, status == _ERROR, name) if name.startswith(_HANDOFF_NAME)
+             else recognise(values, status == _ERROR))
     # Spelt out once, not any() twice: asked of every span judged (_FACTS_KEYS).
     facts = conv.TERMINATION_REASON in values or conv.TERMINAL_RESPONSE in values or conv.RUN_CALLS in values
+    kind = kind_of(values)
+    if kind is not None:
+        d.tree = _tree_note(d, name, status, values, kind, run_attr)
     if found is None:
-        d.agent = agent_of(values)
+        d.agent = None if tree_only else agent_of(values)
         if d.agent is None and not facts:
             return
     d.run_id = run_id_of(values, d.trace_id, run_attr)
@@ -344,8 +394,29 @@ def judge(d: Decoded, name: str, status: int, values: dict[str, Any], run_attr: 
     elif isinstance(found, ModelSpan):
         d.model = ModelCall(turn=0, input_tokens=found.input_tokens, output_tokens=found.output_tokens,
                             model=found.model, end_ns=d.end)
+        if marked(values, CONVERSATION) and OVERFLOW not in values:
+            # Its record, for calls it turns out to be the parent of (otlp/order.enclosed_turns).
+            d.model.span_id, d.model.requested = d.span_id.hex(), requested_calls(values)
     if facts:
         d.facts = {k: values[k] for k in _FACTS_KEYS if k in values}
+
+
+def _tree_note(d: Decoded, name: str, status: int, values: dict[str, Any], kind: str,
+               run_attr: Optional[str]) -> TreeNote:
+    run_id = run_id_of(values, d.trace_id, run_attr)
+    if kind != "agent":
+        return _link_note(run_id, kind)
+    declared = frozenset() if OVERFLOW in values else declared_agents(values)
+    tool = candidate(name, values, status == _ERROR)
+    call = None if tool is None else (tool.tool, raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent),
+                                                          d.start, d.end, values, tool))
+    return TreeNote(run_id=run_id, kind=kind, declared=declared, candidate=call)
+
+
+@lru_cache(maxsize=1024)
+def _link_note(run_id: str, kind: str) -> TreeNote:
+    """One note for every span of a kind in a run: the spans of a trace share their run."""
+    return TreeNote(run_id=run_id, kind=kind)
 
 
 def reading_plans() -> dict[str, Any]:
@@ -355,6 +426,8 @@ def reading_plans() -> dict[str, Any]:
         "any_keys": list(_ANY_KEYS),
         "markers": [(key, [(value, rank, list(plan)) for value, (rank, plan) in plans.items()])
                     for key, plans in _MARKERS],
+        "scans": plain_scans(),
+        "scan_overflow": OVERFLOW,
         "tool_name": conv.TOOL_NAME,
         "tagged_rank": _TAGGED_RANK,
         "tagged_plan": list(_TAGGED_PLAN),

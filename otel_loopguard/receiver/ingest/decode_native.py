@@ -65,7 +65,7 @@ def _unreadable(d: "reference.Decoded", content: int) -> None:
     """decode._unreadable: passed on unjudged, under the content id every span's begins with."""
     _log.exception("span %s of trace %s could not be read; forwarded, not judged", d.span_id.hex(), d.trace_id.hex())
     d.content = content
-    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = None
+    d.run_id = d.call = d.model = d.facts = d.guards = d.agent = d.tree = None
 
 
 def load() -> Optional[Decoder]:

@@ -121,6 +121,7 @@ class RunAssembler:
             except Exception:  # one bad span must not cost the others their judgement
                 self._metrics.inc("internal_errors_total")
                 _log.exception("could not judge span %s of trace %s", d.span_id.hex(), d.trace_id.hex())
+        self._note_trees(spans)
         self._metrics.set_gauge("buffered_calls", self.buffered_calls)
         return out
 
@@ -151,6 +152,19 @@ class RunAssembler:
             buffer.note_guards(d.guards)
         self.buffered_calls += buffer.buffered - before
         return cut + self._emit(buffer, found)
+
+    def _note_trees(self, spans: list[Decoded]) -> None:
+        """The OpenInference spans into their open runs' span trees (delegations), after the
+        request's other spans opened the runs: a tree note never opens one."""
+        for d in spans:
+            note = d.tree
+            buffer = self.runs.get(note.run_id) if note is not None else None
+            if note is not None and buffer is not None:
+                try:
+                    buffer.note_tree(d.span_id.hex(), d.parent.hex(), note)
+                except Exception:  # one bad span must not cost the others their judgement
+                    self._metrics.inc("internal_errors_total")
+                    _log.exception("could not place span %s of trace %s", d.span_id.hex(), d.trace_id.hex())
 
     def _cut_by_restart(self, buffer: RunBuffer, d: Decoded) -> list[Span]:
         """receiver/runs/restart.py, rule 2: a run under way before this process started."""

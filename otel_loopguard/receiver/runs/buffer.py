@@ -13,19 +13,22 @@ from __future__ import annotations
 import bisect
 import json
 from operator import itemgetter
+from types import MappingProxyType
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Union
 
 from ...bounded import BoundedMap
 from ...calls import LOCAL_KEY, TERMINATION_REASONS, GuardEvent, ModelCall, RawCall, RunFacts, ToolCall
+from ...conventions.delegations import DelegationLinks
 from ...conventions.handoffs import resolve_targets, unresolved
 from ...detect import Run
 from ...findings import INFO, TOOL_LEVEL_KINDS, WARN, Finding
 from ...findings.otlp import MAX_INPUT_CHARS
 from ...findings.waste import ModelIndex
 from ...fingerprint import Fingerprinter, fingerprint_call
-from ...otlp.order import order_calls
+from ...otlp.order import ModelSpanFacts, enclosed_turns, order_calls
 from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
+from ..ingest.decode import TreeNote
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -34,6 +37,11 @@ MAX_GUARD_EVENTS = 100
 MAX_STARTS = 100_000
 MAX_AGENT_SPANS = 4096  # the latest agent spans of a run: waiting handoffs' targets
 RECENT_CALLS = 1024
+# A run's span tree for its delegations (smolagents managed agents), held until it is judged:
+# the OpenInference spans' links kept at most, and the candidate calls. Past either bound a
+# delegation is not counted (no call), never counted wrongly.
+MAX_TREE_LINKS = 2048
+MAX_DELEGATIONS = 256
 RECENT_ARGUMENTS = 16  # raw arguments of the last few actions, for a finding's input.value
 SKEW_TOLERANCE_NS = 1_000_000  # 1 ms: siblings started in one burst may tie
 
@@ -50,6 +58,7 @@ class _Held:
 
 _ORDINARY = _Held(True, None)  # shared by every call that no guard touched
 _NO_FACTS = RunFacts()
+_NO_RECORD: Mapping[str, int] = MappingProxyType({})
 _FACT_KEYS = ("loopguard.termination_reason", "loopguard.terminal_response")
 MAX_JOURNAL = 20_000  # inputs a run keeps for a snapshot (state_dir); a longer run is cut at shutdown instead
 
@@ -220,6 +229,8 @@ class RunBuffer:
         self._models_of: Optional[list[tuple[Any, ...]]] = None  # the journal list it was fed from
         self._models_fed = 0  # entries of that journal fed to it
         self._models_policy: Any = None  # the policy whose prices it holds
+        # The run's span tree (note_tree), from its first candidate delegation on; None before.
+        self._tree: Optional[DelegationLinks[RawCall]] = None
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -312,6 +323,29 @@ class RunBuffer:
         bisect.insort(self.agents, (start_ns, agent))
         if len(self.agents) > MAX_AGENT_SPANS:
             del self.agents[0]
+
+    def note_tree(self, span_id: str, parent_id: str, note: TreeNote) -> None:
+        """An OpenInference span's place in the run's tree. Kept from the first agent span that
+        may be a delegation on: its ancestors, which must list it, end after it (the spans before
+        it are its own run's, below it). A run the processor numbers tags its delegations itself."""
+        if self._tagged:
+            return
+        if self._tree is None:
+            if note.candidate is None:
+                return
+            self._tree = DelegationLinks(MAX_TREE_LINKS, MAX_DELEGATIONS)
+        self._tree.note(span_id, parent_id, note.kind, note.declared, note.candidate)
+
+    def _delegations(self) -> list[Finding]:
+        """The candidates whose manager lists them, held as calls, the tree dropped. Not in a
+        run with numbered calls, nor after a turn was judged (they would come after its calls)."""
+        tree, self._tree = self._tree, None
+        if tree is None or self._tagged or self._judged_calls or any(c.seq >= 1 for c, _ in self.untagged):
+            return []
+        out: list[Finding] = []
+        for call in tree.calls():
+            out += self.add_call(call, self.last_activity)
+        return out
 
     def note_guards(self, events: list[GuardEvent]) -> None:
         room = MAX_GUARD_EVENTS - len(self.guard_events)
@@ -464,7 +498,7 @@ class RunBuffer:
 
     def complete(self) -> list[Finding]:
         """Judge everything still held; the run is over."""
-        out: list[Finding] = []
+        out = self._delegations()
         while self.pending:
             out += self.expire_gap(float("inf"), 0.0)
         if self._tagged:
@@ -533,8 +567,8 @@ class RunBuffer:
     def _ordered(self, final: bool) -> list[ToolCall]:
         """The held calls in sequence order after those judged at earlier turns, fingerprinted;
         unless `final`, up to the first handoff still waiting for its target."""
-        ends = self._judged_model_ends + [m.end_ns or 0 for m in self.untagged_models]
-        ordered = resolve_targets(order_calls([call for call, _ in self.untagged], ends), self.agents)
+        held, ends = enclosed_turns([call for call, _ in self.untagged], self._model_facts())
+        ordered = resolve_targets(order_calls(held, ends), self.agents)
         if not final:
             waiting = next((i for i, c in enumerate(ordered) if isinstance(c, RawCall) and unresolved(c)), None)
             ordered = ordered[:waiting]
@@ -542,6 +576,13 @@ class RunBuffer:
         self._judged_calls += len(ordered)
         calls = [fingerprint_call(c, self._fp) if isinstance(c, RawCall) else c for c in ordered]
         return [c.renumbered(c.seq + offset, c.turn) for c in calls] if offset else calls
+
+    def _model_facts(self) -> list[ModelSpanFacts]:
+        """The run's model spans as enclosed_turns reads them: those judged at earlier turns by
+        their end only; an OpenInference LLM span held with its record (decode.py) by its id too."""
+        facts: list[ModelSpanFacts] = [("", end, _NO_RECORD) for end in self._judged_model_ends]
+        facts += [(m.span_id or "", m.end_ns or 0, m.requested or _NO_RECORD) for m in self.untagged_models]
+        return facts
 
     def _feed(self, calls: list[ToolCall], held: dict[tuple[Optional[str], Optional[str]], "_Held"]) -> list[Finding]:
         executed = []

@@ -121,7 +121,9 @@ def _op_out(op: tuple[Any, ...]) -> list[Any]:
         return [kind, {**_fields(raw, _HANDOFF), "arguments": raw.arguments, "result": raw.result,
                        "identity": dict(raw.identity)}]
     if kind == "model":
-        return [kind, _fields(op[1], _MODEL)]
+        model: ModelCall = op[1]
+        record = None if model.requested is None else dict(model.requested)
+        return [kind, {**_fields(model, _MODEL), "span_id": model.span_id, "requested": record}]
     if kind == "guards":
         return [kind, [_fields(e, _GUARD) for e in op[1]]]
     return list(op)  # facts (a dict of two plain values), gap, turn, cut (a reason)
@@ -140,8 +142,8 @@ def _op_in(data: Any) -> tuple[Any, ...]:
             raise SnapshotError("handoff.identity: not an object")
         return (kind, RawCall(**facts, arguments=payload["arguments"], result=payload["result"],
                               identity=payload["identity"]))
-    if kind == "model" and len(rest) == 1:
-        return (kind, ModelCall(**_checked(rest[0], _MODEL, "model")))
+    if kind == "model" and len(rest) == 1 and isinstance(rest[0], dict):
+        return (kind, _model_in(rest[0]))
     if kind == "guards" and len(rest) == 1 and isinstance(rest[0], list):
         return (kind, [GuardEvent(**_checked(e, _GUARD, "guard")) for e in rest[0]])
     if kind == "facts" and len(rest) == 1 and isinstance(rest[0], dict):
@@ -151,6 +153,19 @@ def _op_in(data: Any) -> tuple[Any, ...]:
     if kind == "cut" and len(rest) == 1 and isinstance(rest[0], str):
         return (kind, rest[0])
     raise SnapshotError(f"journal entry {kind!r}: not a known entry of this form")
+
+
+def _model_in(data: dict[str, Any]) -> ModelCall:
+    """A model call; its span id and record of the conversation are absent in a snapshot saved
+    before the receiver read them (none then)."""
+    span_id, requested = data.get("span_id"), data.get("requested")
+    plain = _checked({k: v for k, v in data.items() if k not in ("span_id", "requested")}, _MODEL, "model")
+    if not isinstance(span_id, (str, type(None))):
+        raise SnapshotError(f"model.span_id: {type(span_id).__name__} is not allowed")
+    if requested is not None and (not isinstance(requested, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in requested.values())):
+        raise SnapshotError("model.requested: expected an object of integers")
+    return ModelCall(**plain, span_id=span_id, requested=requested)
 
 
 # -- one run -------------------------------------------------------------------------------------
