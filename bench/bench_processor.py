@@ -171,7 +171,8 @@ def _instructions(kind: str, guarded: bool, n: int, warm: int, seed: int) -> int
                              warm=warm)
         subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing*",
                         "--separate-threads=yes", f"--callgrind-out-file={out}", sys.executable, "-c", code],
-                       check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
+                       check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                       cwd=tmp)  # `python -c` puts the working folder first on sys.path: not a checkout
         main_thread = Path(f"{out}-01")  # the worker threads' files are left out
         totals = [ln for ln in main_thread.read_text().splitlines() if ln.startswith(("summary:", "totals:"))]
         return int(totals[-1].split()[1])
