@@ -2,6 +2,7 @@
 """Benchmark of the in-process processor against a BatchSpanProcessor-only setup.
 
     .venv/bin/python bench/bench_processor.py [--json]
+    .venv/bin/python bench/bench_processor.py --callgrind   # instructions per plain span (valgrind)
 
 Both setups export to a do-nothing exporter in the same process, so only
 tracing cost is measured:
@@ -12,6 +13,13 @@ tracing cost is measured:
 2. total CPU per span (process time, which includes the worker thread that
    fingerprints, judges and tags), after a flush.
 Figures are reported next to the baseline; nothing asserts on time.
+
+--callgrind counts instead of timing (this machine's speed drifts, instruction counts do not):
+under valgrind --tool=callgrind, the application thread's instructions for the same spans with
+and without install() (after a warm-up; setup not counted); instructions per span = difference
+/ spans. They are converted to µs by the baseline's time per span (timed in this run, outside
+valgrind) over its instructions per span. PYTHONPATH, when set, says which checkout's otel_loopguard is measured (an older commit's
+worktree, say); else the checkout this script is in.
 """
 
 from __future__ import annotations
@@ -21,18 +29,22 @@ import gc
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 # The checkout this script is in, before any installed copy: an editable install may point at
-# another checkout, whose code would then be measured instead.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# another checkout, whose code would then be measured instead. PYTHONPATH, ahead of both, wins.
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+import otel_loopguard
 from otel_loopguard.processor import install
 
 
@@ -41,9 +53,13 @@ class NullExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def _provider(guarded: bool) -> TracerProvider:
+def _provider(guarded: bool, quiet: bool = False) -> TracerProvider:
+    """quiet: the batch processor's thread exports only when flushed, so it never takes the GIL
+    from the application thread while spans are made (--callgrind: no count hangs on timing)."""
     tp = TracerProvider()
-    tp.add_span_processor(BatchSpanProcessor(NullExporter(), max_queue_size=100_000, schedule_delay_millis=50))
+    batch = {"schedule_delay_millis": 3_600_000, "max_export_batch_size": 100_000} if quiet else \
+        {"schedule_delay_millis": 50}
+    tp.add_span_processor(BatchSpanProcessor(NullExporter(), max_queue_size=100_000, **batch))
     if guarded:
         install(tracer_provider=tp, key=b"bench-key-0123456789", mode="observe")
     return tp
@@ -102,8 +118,8 @@ LABELS = {"tool": "tool span", "distinct": "tool span, all distinct", "plain": "
           "stopped": "tool span of a stopped run"}
 
 
-def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
-    tp = _provider(guarded)
+def measure(kind: str, guarded: bool, n: int, quiet: bool = False) -> dict[str, float]:
+    tp = _provider(guarded, quiet)
     gc.collect()
     cpu0 = time.process_time()
     if kind == "plain":
@@ -118,14 +134,68 @@ def measure(kind: str, guarded: bool, n: int) -> dict[str, float]:
     return {"app_us": app / n * 1e6, "cpu_us": cpu / n * 1e6}
 
 
-def best_pair(kind: str, n: int, repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+def best_pair(kind: str, n: int, repeats: int, quiet: bool = False) -> tuple[dict[str, float], dict[str, float]]:
     """Baseline and guarded measured alternately, best of `repeats` each: a machine whose
     speed drifts during the run (frequency, neighbours) then drifts for both alike."""
     base, ours = [], []
     for _ in range(repeats):
-        base.append(measure(kind, False, n))
-        ours.append(measure(kind, True, n))
+        base.append(measure(kind, False, n, quiet))
+        ours.append(measure(kind, True, n, quiet))
     return ({k: min(r[k] for r in base) for k in base[0]}, {k: min(r[k] for r in ours) for k in ours[0]})
+
+
+# -- instruction counts: valgrind --tool=callgrind, the same work with and without install() --
+
+# Only the spans are counted: callgrind collects inside sys.call_tracing alone (a C function
+# nothing else here calls), on the application thread, after a warm-up, with the cyclic GC
+# off (when a collection falls depends on the whole heap: it would swing the count by more
+# than a span costs). Imports, install() and the warm-up are not counted.
+_CHILD = """
+import gc, sys; sys.path.insert(0, {bench!r})
+import bench_processor as b
+tp = b._provider({guarded}, quiet=True)
+b.{work}(tp, {warm})
+gc.collect(); gc.freeze(); gc.disable()
+sys.call_tracing(b.{work}, (tp, {n}))
+gc.enable()
+tp.force_flush()
+tp.shutdown()
+"""
+WORK = {"plain": "_plain_spans", "tool": "_tool_spans"}
+
+
+def _instructions(kind: str, guarded: bool, n: int, warm: int, seed: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        code = _CHILD.format(bench=str(Path(__file__).resolve().parent), guarded=guarded, work=WORK[kind], n=n,
+                             warm=warm)
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing*",
+                        "--separate-threads=yes", f"--callgrind-out-file={out}", sys.executable, "-c", code],
+                       check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                       cwd=tmp)  # `python -c` puts the working folder first on sys.path: not a checkout
+        main_thread = Path(f"{out}-01")  # the worker threads' files are left out
+        totals = [ln for ln in main_thread.read_text().splitlines() if ln.startswith(("summary:", "totals:"))]
+        return int(totals[-1].split()[1])
+
+
+def callgrind(kind: str, spans: int, warm: int, repeats: int, seeds: int) -> dict[str, Any]:
+    """Instructions per span on the application thread, baseline and guarded, and the added
+    instructions in µs at the baseline's own time per instruction (timed here, best of
+    `repeats`, outside valgrind). Each count under `seeds` hash seeds: the heap's layout moves
+    a span's count by a few hundred instructions, the same way for a whole process."""
+    counts = {guarded: [_instructions(kind, guarded, spans, warm, seed) / spans for seed in range(seeds)]
+              for guarded in (False, True)}
+    added = [ours - base for base, ours in zip(counts[False], counts[True])]
+    baseline = sum(counts[False]) / seeds
+    timed, _ = best_pair(kind, spans, repeats, quiet=True)
+    us_per_instruction = timed["app_us"] / baseline
+    mean = sum(added) / seeds
+    return {"spans": spans, "seeds": seeds, "baseline_instructions": round(baseline),
+            "guarded_instructions": round(sum(counts[True]) / seeds), "added_instructions": round(mean),
+            "added_instructions_range": [round(min(added)), round(max(added))],
+            "baseline_app_us": round(timed["app_us"], 2), "ns_per_instruction": round(us_per_instruction * 1000, 4),
+            "added_app_us": round(mean * us_per_instruction, 3),
+            "added_app_us_range": [round(min(added) * us_per_instruction, 3), round(max(added) * us_per_instruction, 3)]}
 
 
 def main() -> None:
@@ -133,7 +203,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--spans", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instructions per plain span on the application thread, under valgrind (slow)")
+    parser.add_argument("--callgrind-kinds", nargs="+", choices=sorted(WORK), default=["plain"])
+    parser.add_argument("--callgrind-seeds", type=int, default=3, help="hash seeds each count is made under")
     args = parser.parse_args()
+    if args.callgrind:
+        _report_callgrind(args)
+        return
     result: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     for kind in KINDS:
         base, ours = best_pair(kind, args.spans, args.repeats)
@@ -156,6 +233,24 @@ def main() -> None:
         print(f"{LABELS[kind]:24}: app thread {r['baseline_app_us']:.2f} -> {r['guarded_app_us']:.2f} us "
               f"({r['added_app_us']:+.2f} us, {r['app_ratio']}x); total CPU {r['baseline_cpu_us']:.2f} -> "
               f"{r['guarded_cpu_us']:.2f} us ({r['added_cpu_us']:+.2f} us)")
+
+
+def _report_callgrind(args: argparse.Namespace) -> None:
+    result: dict[str, Any] = {"python": platform.python_version(), "measured": str(Path(otel_loopguard.__file__).parent)}
+    for kind in args.callgrind_kinds:
+        result[kind] = callgrind(kind, args.spans, warm=args.spans, repeats=args.repeats, seeds=args.callgrind_seeds)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"python {result['python']}, {result['measured']}; callgrind, application thread, {args.spans} spans "
+          f"(after as many warm-up spans); us from the baseline's time per instruction, best of {args.repeats}")
+    for kind in args.callgrind_kinds:
+        r = result[kind]
+        low, high = r["added_app_us_range"]
+        print(f"{LABELS[kind]:24}: instructions {r['baseline_instructions']:,} -> {r['guarded_instructions']:,} "
+              f"({r['added_instructions']:+,}, {r['seeds']} seeds: {r['added_instructions_range']}); baseline "
+              f"{r['baseline_app_us']:.2f} us = {r['ns_per_instruction']} ns/instruction: {r['added_app_us']:+.3f} us "
+              f"({low:+.3f} to {high:+.3f})")
 
 
 if __name__ == "__main__":

@@ -113,10 +113,11 @@ class LoopguardSpanProcessor(SpanProcessor):
         try:
             plain = attributes_of(span)
             keys = self._start_keys
-            # Only a span marked as a tool at start is numbered now (dispatch order);
-            # one C-level set test settles every other span, and one name test whether it
-            # is an inference span that may end after the calls it asks for.
-            if keys is None or not plain.keys().isdisjoint(keys):
+            # Only a span marked as a tool at start is numbered now (dispatch order); one
+            # C-level set test settles every other span (none for a span that starts with no
+            # attributes), and one name test whether it is an inference span that may end
+            # after the calls it asks for.
+            if keys is None or (plain and not plain.keys().isdisjoint(keys)):
                 self._reserve(span)
             if span.name.startswith(INFERENCE_NAME_PREFIXES):  # may end after the calls it asks for
                 self._open.started(span)
@@ -137,25 +138,23 @@ class LoopguardSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            plain = attributes_of(span)
-            pending = self._pending
-            marked = not plain.keys().isdisjoint(MARKER_KEYS)
-            if self._open.count and not marked:  # no model span by its attributes: it encloses no call
-                self._open.ended(span)
-            if marked:
-                if self._queue(span):
-                    return  # the worker closes it (open_models.py), in end order
+            if attributes_of(span).keys().isdisjoint(MARKER_KEYS):  # neither a tool nor a model span
+                if self._open.count:  # no model span by its attributes: it encloses no call
+                    self._open.ended(span)
+                if (self._pending or self._busy) and self._queue(_Plain(span)):
+                    # Tool spans that ended before this one are still being tagged: this one waits
+                    # behind them, so exporters see spans in the order they ended (a root before
+                    # its tool calls would make a receiver judge the run before they arrive).
+                    return
+                if self._marks is not None and self._marks.waiting:
+                    span = self._marked(span)  # every tool span before it is tagged: its verdict is known
+            elif self._queue(span):
+                return  # the worker closes it (open_models.py), in end order
+            else:
                 self.passed_untagged += 1
                 if self._open.count:
                     self._open.ended(span)
                 span = self._tagger.untagged(span)  # still redacted when redaction is on
-            elif (pending or self._busy) and self._queue(_Plain(span)):
-                # Tool spans that ended before this one are still being tagged: this one waits
-                # behind them, so exporters see spans in the order they ended (a root before
-                # its tool calls would make a receiver judge the run before they arrive).
-                return
-            elif self._marks is not None and self._marks.waiting:
-                span = self._marked(span)  # every tool span before it is tagged: its verdict is known
         except Exception:  # never into the application: the span goes on untagged (and redacted)
             self._log_error("checking a span")
             span = self._untagged(span)

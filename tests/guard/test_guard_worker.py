@@ -145,24 +145,26 @@ def test_record_returns_the_budgets_findings_at_once_and_the_rest_at_the_next_as
     assert guard.findings("r") == []  # each finding is handed over once
 
 
-def test_a_check_never_judges_a_stale_run() -> None:
-    """Mutation check: without the settle in check() the third identical call would run."""
-    guard = _guard(policy_from_mapping(REPEAT))
-    guard._worker = _Behind()  # type: ignore[assignment]
+def _repeat_actions(guard: Guard, run_id: str = "r", calls: int = 4) -> list[str]:
+    """The action of each of `calls` identical calls, each one allowed recorded."""
     actions = []
-    for _ in range(4):
-        d = guard.check("lookup", {"id": 1}, run_id="r")
+    for _ in range(calls):
+        d = guard.check("lookup", {"id": 1}, run_id=run_id)
         actions.append(d.action)
         if not d.denied:
-            guard.record(d, {"status": "same"}, True, run_id="r")
-    reference = _guard(policy_from_mapping(REPEAT), background=False)
-    expected = []
-    for _ in range(4):
-        d = reference.check("lookup", {"id": 1}, run_id="r")
-        expected.append(d.action)
-        if not d.denied:
-            reference.record(d, {"status": "same"}, True, run_id="r")
+            guard.record(d, {"status": "same"}, True, run_id=run_id)
+    return actions
+
+
+@pytest.mark.parametrize("variant", ["check_does_it", "worker", "queue_full"])
+def test_a_check_never_judges_a_stale_run(variant: str) -> None:
+    """Mutation check: without the settle in check() the third identical call would run
+    (check_does_it: a worker that never gets to its jobs)."""
+    guard = _variants(policy_from_mapping(REPEAT))[variant]
+    actions = _repeat_actions(guard)
+    expected = _repeat_actions(_guard(policy_from_mapping(REPEAT), background=False))
     assert actions == expected and "deny" in actions
+    guard.shutdown()
 
 
 def test_the_worker_does_the_fingerprinting_off_the_callers_thread() -> None:
@@ -268,13 +270,8 @@ def test_a_forked_child_gets_its_own_worker_and_decides_as_the_parent_would() ->
         pid = os.fork()
     if pid == 0:  # the child: its own worker, its own lock; never returns into pytest
         try:
-            actions = []
-            for _ in range(4):
-                d = guard.check("lookup", {"id": 1}, run_id="child")
-                actions.append(d.action)
-                if not d.denied:
-                    guard.record(d, {"status": "same"}, True, run_id="child")
-                    started = guard._worker is not None and guard._worker.alive
+            actions = _repeat_actions(guard, run_id="child")
+            started = guard._worker is not None and guard._worker.alive
             os._exit(0 if actions == ["allow", "warn", "deny", "deny"] and started else 1)
         except BaseException:
             os._exit(2)

@@ -1,27 +1,21 @@
 """A real MCP server (the SDK's MCPServer, stdio) for the proxy's tests.
 
-Tools: lookup_order, search_docs, big (a result of n KiB), slow (sleeps, reporting progress and
-logging), crash (the process exits at once, mid-call), exit_after (answers, then exits).
+The server the MCP captures were recorded with (research/conventions/mcp_server.py: lookup_order,
+search_docs, flaky_tool), plus big (a result of n KiB), slow (sleeps, reporting progress and
+logging) and crash (the process exits at once, mid-call).
 """
 
 import asyncio
 import os
+import sys
+from pathlib import Path
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 
-app = MCPServer("orders")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research" / "conventions"))
+from mcp_server import build  # noqa: E402  (a script folder, not a package)
 
-
-@app.tool()
-def lookup_order(order_id: str) -> dict:
-    """Look up an order by id."""
-    return {"order_id": order_id, "status": "pending" if order_id == "A-1" else "shipped"}
-
-
-@app.tool()
-def search_docs(query: str) -> str:
-    """Search the help pages."""
-    return f"3 pages match {query!r}"
+app = build()
 
 
 @app.tool()

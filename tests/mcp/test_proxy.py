@@ -87,18 +87,16 @@ def test_enforce_lets_a_healthy_session_through(tmp_path: Path, sink: Sink) -> N
     assert len(tools_calls(tmp_path / "server.in")) == 8
 
 
-def test_the_kill_switch_file_turns_enforce_into_observe(tmp_path: Path, sink: Sink) -> None:
-    switch = tmp_path / "kill"
-    switch.write_text("observe\n")
-    results = calls(tmp_path, "enforce", sink, REPEAT, OTEL_LOOPGUARD_KILL_SWITCH_FILE=str(switch))
-    assert [r.is_error for r in results] == [False] * 5
-    assert len(tools_calls(tmp_path / "server.in")) == 5
-
-
-def test_a_tool_the_policy_leaves_observed_is_never_denied(tmp_path: Path, sink: Sink) -> None:
-    """The guard's per-tool rollout: `enforce: false` for the tool."""
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("tools:\n  lookup_order:\n    enforce: false\n")
-    results = calls(tmp_path, "enforce", sink, REPEAT, OTEL_LOOPGUARD_POLICY=str(policy))
+@pytest.mark.parametrize("variable, file, text", [
+    ("OTEL_LOOPGUARD_KILL_SWITCH_FILE", "kill", "observe\n"),  # the kill switch turns enforce into observe
+    ("OTEL_LOOPGUARD_POLICY", "policy.yaml", "tools:\n  lookup_order:\n    enforce: false\n"),  # per-tool rollout
+], ids=["kill_switch", "tool_left_observed"])
+def test_a_file_that_says_observe_lets_every_repeat_through(tmp_path: Path, sink: Sink, variable: str, file: str,
+                                                            text: str) -> None:
+    """The kill switch file, or a policy leaving the tool observed (`enforce: false`): in enforce
+    mode no call is answered by the proxy, all five reach the server."""
+    path = tmp_path / file
+    path.write_text(text)
+    results = calls(tmp_path, "enforce", sink, REPEAT, **{variable: str(path)})
     assert [r.is_error for r in results] == [False] * 5
     assert len(tools_calls(tmp_path / "server.in")) == 5

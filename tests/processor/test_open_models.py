@@ -160,6 +160,20 @@ def test_only_inference_names_open_a_turn(stack: Stack, name: str, turns: list[O
     assert _turns(stack) == turns
 
 
+@pytest.mark.parametrize("name, turns", [
+    # The operation alone, or a longer word: no model named after it, not an inference name.
+    ("chat", [None, None, 1, 1]), ("generate_content", [None, None, 1, 1]), ("text_completion", [None, None, 1, 1]),
+    ("chatty x", [None, None, 1, 1]), ("chat_x y", [None, None, 1, 1]), ("Chat m", [None, None, 1, 1]),
+    (" chat m", [None, None, 1, 1]), ("chat\tm", [None, None, 1, 1]), ("", [None, None, 1, 1]),
+    # The operation and a space open the name: whatever follows, even nothing, names a model.
+    ("chat ", [1, 1, 2, 2]), ("generate_content x y", [1, 1, 2, 2]), ("text_completion  m", [1, 1, 2, 2]),
+])
+def test_names_on_the_edge_are_decided_by_the_operation_and_a_space(
+        stack: Stack, name: str, turns: list[Optional[int]]) -> None:
+    _run(stack, PARALLEL, model_name=name)
+    assert _turns(stack) == turns
+
+
 def test_memory_is_bounded_when_model_spans_never_end() -> None:
     tracer = TracerProvider().get_tracer("t")
     models = OpenModels(max_traces=16)
