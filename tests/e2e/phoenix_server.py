@@ -91,6 +91,13 @@ class Phoenix:
         """GET /v1/projects/{project}/span_annotations?span_ids=...: the spans' annotations."""
         return self._annotations(project, "span", span_ids)
 
+    def span_labelled(self, project: str, trace_id: str, prefix: str) -> bool:
+        """Whether a span of the trace holds an annotation whose label starts with `prefix`. The
+        receiver posts span annotations apart from the trace's: they may land later."""
+        ids = [s["context"]["span_id"] for s in self.spans(project, trace_id)]
+        return bool(ids) and any(str(a["result"].get("label", "")).startswith(prefix)
+                                 for a in self.span_annotations(project, ids))
+
     def _annotations(self, project: str, kind: str, ids: list[str]) -> list[dict[str, Any]]:
         query = urllib.parse.urlencode([(f"{kind}_ids", i) for i in ids] + [("limit", 1000)])
         url = f"{self.url}/v1/projects/{urllib.parse.quote(project)}/{kind}_annotations?{query}"

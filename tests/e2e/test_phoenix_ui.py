@@ -121,10 +121,7 @@ def _wait_annotated(phoenix: Phoenix, trace_ids: list[str], receiver: Receiver) 
         notes = phoenix.trace_annotations(PROJECT, trace_ids[:1])
         spans = [phoenix.spans(PROJECT, t) for t in trace_ids]
         done = [any(s["name"].startswith("loopguard.run") for s in found) for found in spans]
-        ids = [s["context"]["span_id"] for s in spans[0]]
-        denied = bool(ids) and any(str(a["result"].get("label", "")).startswith("would deny")
-                                   for a in phoenix.span_annotations(PROJECT, ids))
-        if notes and all(done) and denied:
+        if notes and all(done) and phoenix.span_labelled(PROJECT, trace_ids[0], "would deny"):
             return
         assert time.monotonic() < deadline, f"not annotated after 45 s: {notes} {done}\n{receiver.stderr.read_text()[-3000:]}"
         time.sleep(0.5)
