@@ -261,3 +261,30 @@ class TaggedRun:
 
     def hex(self, seq: int) -> str:
         return self.span_ids[seq].hex()
+
+
+def judged_alone(spans: list[Any], key: str, requests: int = 1) -> tuple[list[Any], list[str]]:
+    """The one run these OTLP spans make, judged by a RunAssembler of its own, the spans sent in
+    `requests` requests in their order: (its calls in sequence order, its findings' names)."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+    from otel_loopguard.canon import load_key
+    from otel_loopguard.fingerprint import Fingerprinter
+    from otel_loopguard.policy import policy_from_mapping
+    from otel_loopguard.receiver.ingest.decoder import decode
+    from otel_loopguard.receiver.ops.metrics import Metrics
+    from otel_loopguard.receiver.runs.assembly import RunAssembler
+    from tests.frameworks.fw_labels import name_of
+
+    assembler = RunAssembler(Fingerprinter(load_key(key=key), policy_from_mapping({})), make_config(1), Metrics())
+    size = -(-len(spans) // requests)
+    for i in range(0, len(spans), size):
+        request = trace_service_pb2.ExportTraceServiceRequest(
+            resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans[i:i + size])])])
+        assembler.accept(decode(request.SerializeToString()).spans)
+    (buffer,) = assembler.runs.values()
+    written = assembler.flush()
+    calls = [buffer.recent.get(seq) for seq in range(1, buffer.tool_calls_seen + 1)]
+    names = [name_of(str(attr(s, "loopguard.finding.kind")), str(attr(s, "loopguard.finding.severity")),
+                     attr(s, "loopguard.tool.name")) for s in written if attr(s, "loopguard.finding.kind")]
+    return calls, names

@@ -17,18 +17,13 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from otel_loopguard.canon import load_key
-from otel_loopguard.fingerprint import Fingerprinter
 from otel_loopguard.otlp.spans import SpanCollector
 from otel_loopguard.otlp.values import to_key_values
-from otel_loopguard.policy import policy_from_mapping
 from otel_loopguard.receiver.ingest.decoder import decode
-from otel_loopguard.receiver.ops.metrics import Metrics
 from otel_loopguard.receiver.runs import buffer as buffer_module
-from otel_loopguard.receiver.runs.assembly import RunAssembler
 
-from tests.frameworks.fw_labels import CAPTURES, name_of, request_of
-from .harness import attr, make_config
+from tests.frameworks.fw_labels import CAPTURES, request_of
+from .harness import judged_alone
 
 KEY = "receiver-delegation-key-0123456789"
 MANAGER_LIST = "smolagents.managed_agents.0.name"
@@ -46,17 +41,8 @@ def _request(spans: list[Span]) -> bytes:
 def _judged(spans: list[Span], requests: int = 1) -> tuple[list[str], list[str]]:
     """(the tools of the run's calls in sequence order, the findings' names), the spans sent in
     `requests` requests in their order."""
-    fp = Fingerprinter(load_key(key=KEY), policy_from_mapping({}))
-    assembler = RunAssembler(fp, make_config(1), Metrics())
-    size = -(-len(spans) // requests)
-    for i in range(0, len(spans), size):
-        assembler.accept(decode(_request(spans[i:i + size])).spans)
-    (buffer,) = assembler.runs.values()
-    written = assembler.flush()
-    tools = [buffer.recent.get(seq).tool for seq in range(1, buffer.tool_calls_seen + 1)]
-    names = [name_of(attr(s, "loopguard.finding.kind"), attr(s, "loopguard.finding.severity"),
-                     attr(s, "loopguard.tool.name")) for s in written if attr(s, "loopguard.finding.kind")]
-    return tools, names
+    calls, names = judged_alone(spans, KEY, requests)
+    return [c.tool for c in calls], names
 
 
 def _audited(spans: list[Span]) -> list[str]:

@@ -24,14 +24,12 @@ from otel_loopguard.otlp.values import to_key_values
 from otel_loopguard.policy import policy_from_mapping
 from otel_loopguard.receiver.ingest import scans
 from otel_loopguard.receiver.ingest.decoder import decode
-from otel_loopguard.receiver.ops.metrics import Metrics
-from otel_loopguard.receiver.runs.assembly import RunAssembler
 from otel_loopguard.receiver.runs.buffer import RunBuffer
 from otel_loopguard.receiver.runs.late import packed_op, unpacked_op
 from otel_loopguard.receiver.state.snapshot import SnapshotError, _op_in, _op_out
 
-from tests.frameworks.fw_labels import CAPTURES, name_of, request_of
-from .harness import attr, make_config
+from tests.frameworks.fw_labels import CAPTURES, request_of
+from .harness import judged_alone
 
 KEY = "receiver-enclosed-key-0123456789"
 
@@ -52,16 +50,8 @@ def _llm(spans: list[Span]) -> Span:
 
 def _judged(spans: list[Span]) -> tuple[list[int], list[str]]:
     """(the calls' turns in sequence order, the findings' names) as the receiver judges the run."""
-    data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
-    fp = Fingerprinter(load_key(key=KEY), policy_from_mapping({}))
-    assembler = RunAssembler(fp, make_config(1), Metrics())
-    assembler.accept(decode(data.SerializeToString()).spans)
-    (buffer,) = assembler.runs.values()
-    written = assembler.flush()
-    turns = [buffer.recent.get(seq).turn for seq in range(1, buffer.tool_calls_seen + 1)]
-    names = [name_of(attr(s, "loopguard.finding.kind"), attr(s, "loopguard.finding.severity"),
-                     attr(s, "loopguard.tool.name")) for s in written if attr(s, "loopguard.finding.kind")]
-    return turns, names
+    calls, names = judged_alone(spans, KEY)
+    return [c.turn for c in calls], names
 
 
 @pytest.mark.parametrize("capture, stop", [("adk_openinference__repeat", "repeat/stop lookup_order"),
