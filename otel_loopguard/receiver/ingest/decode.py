@@ -168,7 +168,29 @@ class TreeNote:
     run_id: str
     kind: str  # kind_of(): agent, tool, other
     declared: frozenset[str] = frozenset()
-    candidate: Optional[tuple[str, RawCall]] = None  # (agent, call)
+    candidate: Optional[tuple[str, "Candidate"]] = None  # (agent, the call it would be)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """An agent span `<agent>.<method>` as the call of that agent it would be: made into one
+    (`call()`) only once its manager is known to list it. Unwrapping its input and output costs
+    more than the rest of its decode, and most agent spans are no delegation."""
+
+    name: str
+    error: bool
+    trace_id: bytes
+    span_id: bytes
+    parent: bytes
+    start: int
+    end: int
+    values: dict[str, Any]  # its plan values, never changed after decode
+
+    def call(self) -> RawCall:
+        tool = candidate(self.name, self.values, self.error)
+        assert tool is not None  # made only for a name with an agent part (_tree_note)
+        return raw_call(hex_id(self.trace_id), self.span_id.hex(), hex_id(self.parent), self.start, self.end,
+                        self.values, tool)
 
 
 @dataclass
@@ -407,9 +429,10 @@ def _tree_note(d: Decoded, name: str, status: int, values: dict[str, Any], kind:
     if kind != "agent":
         return _link_note(run_id, kind)
     declared = frozenset() if OVERFLOW in values else declared_agents(values)
-    tool = candidate(name, values, status == _ERROR)
-    call = None if tool is None else (tool.tool, raw_call(hex_id(d.trace_id), d.span_id.hex(), hex_id(d.parent),
-                                                          d.start, d.end, values, tool))
+    agent = name.rpartition(".")[0]
+    call = None if not agent else (agent, Candidate(name=name, error=status == _ERROR, trace_id=d.trace_id,
+                                                    span_id=d.span_id, parent=d.parent, start=d.start, end=d.end,
+                                                    values=values))
     return TreeNote(run_id=run_id, kind=kind, declared=declared, candidate=call)
 
 

@@ -28,7 +28,7 @@ from ...findings.waste import ModelIndex
 from ...fingerprint import Fingerprinter, fingerprint_call
 from ...otlp.order import ModelSpanFacts, enclosed_turns, order_calls
 from ...score import GuardTrail, feed_in_order, next_seq_after, score_fields
-from ..ingest.decode import TreeNote
+from ..ingest.decode import Candidate, TreeNote
 
 MAX_KEPT_FINDINGS = 1000
 MAX_AHEAD = 100_000  # a sequence number this far past the prefix is not a gap, it is bad data
@@ -230,7 +230,7 @@ class RunBuffer:
         self._models_fed = 0  # entries of that journal fed to it
         self._models_policy: Any = None  # the policy whose prices it holds
         # The run's span tree (note_tree), from its first candidate delegation on; None before.
-        self._tree: Optional[DelegationLinks[RawCall]] = None
+        self._tree: Optional[DelegationLinks[Candidate]] = None
 
     @property
     def fingerprinter(self) -> Fingerprinter:
@@ -343,8 +343,8 @@ class RunBuffer:
         if tree is None or self._tagged or self._judged_calls or any(c.seq >= 1 for c, _ in self.untagged):
             return []
         out: list[Finding] = []
-        for call in tree.calls():
-            out += self.add_call(call, self.last_activity)
+        for pending in tree.calls():
+            out += self.add_call(pending.call(), self.last_activity)
         return out
 
     def note_guards(self, events: list[GuardEvent]) -> None:
