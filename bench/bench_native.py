@@ -21,12 +21,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import platform
 import random
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -153,13 +150,10 @@ work() if payloads else None
 
 
 def _instructions(make: str, n: int, use_native: bool) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "cg.out"
-        code = _CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), n=n, native=use_native, make=make)
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", code],
-                       check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-        summary = [ln for ln in out.read_text().splitlines() if ln.startswith(("summary:", "totals:"))]
-        return int(summary[-1].split()[1])
+    from valgrind_count import instructions  # bench/, beside this script (run as one: --callgrind)
+
+    code = _CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), n=n, native=use_native, make=make)
+    return instructions(code, env={"PYTHONHASHSEED": "0"})
 
 
 def callgrind(n: int) -> list[dict[str, Any]]:

@@ -29,9 +29,7 @@ import gc
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -165,17 +163,11 @@ WORK = {"plain": "_plain_spans", "tool": "_tool_spans"}
 
 
 def _instructions(kind: str, guarded: bool, n: int, warm: int, seed: int) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "cg.out"
-        code = _CHILD.format(bench=str(Path(__file__).resolve().parent), guarded=guarded, work=WORK[kind], n=n,
-                             warm=warm)
-        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing*",
-                        "--separate-threads=yes", f"--callgrind-out-file={out}", sys.executable, "-c", code],
-                       check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(seed)},
-                       cwd=tmp)  # `python -c` puts the working folder first on sys.path: not a checkout
-        main_thread = Path(f"{out}-01")  # the worker threads' files are left out
-        totals = [ln for ln in main_thread.read_text().splitlines() if ln.startswith(("summary:", "totals:"))]
-        return int(totals[-1].split()[1])
+    from valgrind_count import instructions  # bench/, beside this script (run as one: --callgrind)
+
+    code = _CHILD.format(bench=str(Path(__file__).resolve().parent), guarded=guarded, work=WORK[kind], n=n, warm=warm)
+    return instructions(code, options=["--collect-atstart=no", "--toggle-collect=sys_call_tracing*"],
+                        env={"PYTHONHASHSEED": str(seed)}, thread=1)  # the worker threads' counts are left out
 
 
 def callgrind(kind: str, spans: int, warm: int, repeats: int, seeds: int) -> dict[str, Any]:
