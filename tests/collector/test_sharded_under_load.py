@@ -57,6 +57,7 @@ SEED = int(os.environ.get("LOOPGUARD_SHARDED_SEED", "27"))
 CONFIG = "sharded.yaml"
 REPLICAS = 2
 FORCED_GRACE = 0.1  # the negative control's root grace: below the Collector's batch timeout alone
+PAUSE_SECONDS = 2.0  # the negative control's pause mid-replay: past that batch timeout and the grace
 DUPLICATE = "telemetry_duplicate"
 REVISION = ("loopguard.run.revision", "loopguard.run.revises", "loopguard.run.late_calls")
 PARTIAL = "loopguard.score.partial"
@@ -187,8 +188,11 @@ def _stop_layout(layout: S.Layout) -> None:
 
 
 def through_the_collector(round_: Round, tmp_path: Path, command: ReplicaCommand, replay: Replay,
-                          override: Sequence[str] = (), grace: Optional[float] = None) -> tuple[S.Layout, dict[str, float]]:
-    """One round under load: the load on, the layout up, the replay sent, everything settled."""
+                          override: Sequence[str] = (), grace: Optional[float] = None,
+                          pause_at: Optional[int] = None) -> tuple[S.Layout, dict[str, float]]:
+    """One round under load: the load on, the layout up, the replay sent, everything settled.
+    `pause_at`: the requests before it sent, then a pause past the Collector's batch timeout and
+    any grace here, then the rest (spans that arrive late, whatever the machine's speed)."""
     started = time.monotonic()
     load = CpuLoad().start()
     round_.stops.append(load.stop)
@@ -196,7 +200,10 @@ def through_the_collector(round_: Round, tmp_path: Path, command: ReplicaCommand
     round_.stops.append(lambda: _stop_layout(layout))
     round_.times["up"] = time.monotonic() - started
     t0 = time.monotonic()
-    send_concurrently(layout.collector.port("otlp"), replay.requests)
+    if pause_at is not None:
+        send_concurrently(layout.collector.port("otlp"), replay.requests[:pause_at])
+        time.sleep(PAUSE_SECONDS)
+    send_concurrently(layout.collector.port("otlp"), replay.requests[pause_at or 0:])
     round_.times["send"] = time.monotonic() - t0
     counters = settle(layout.receivers, layout.secrets, layout.backend, replay.copies,
                       command.root_grace_seconds if grace is None else grace, 120, layout.explain)
@@ -333,8 +340,14 @@ def test_negative_control_a_grace_below_the_collectors_delay(tmp_path: Path, rou
     that some were brought back and prints how many were not."""
     replay = as_sdk_retries(payloads, SEED)
     reference = judged_by_one(tmp_path / "one", command, replay.requests)
+    # Half the requests, then a pause: a run whose root came in the first half and a call in the
+    # second is judged on part of its calls, whatever the machine's speed (on a quiet one the
+    # Collector alone can deliver a whole replay within the grace). The seeded replay has such runs.
+    half = len(replay.requests) // 2
+    assert _split_runs(replay.requests[:half], replay.requests[half:]), "the replay has no run to split"
     layout, counters = through_the_collector(round_, tmp_path, command, replay,
-                                             override=["--root-grace-seconds", str(FORCED_GRACE)], grace=FORCED_GRACE)
+                                             override=["--root-grace-seconds", str(FORCED_GRACE)], grace=FORCED_GRACE,
+                                             pause_at=half)
     print(f"\nnegative control: up {round_.times['up']:.1f} s, send {round_.times['send']:.1f} s, "
           f"settled {round_.times['settle']:.1f} s; {round_.facts}")
     problems = differences(reference, layout.backend)
@@ -355,6 +368,17 @@ def test_negative_control_a_grace_below_the_collectors_delay(tmp_path: Path, rou
           f"{len(not_back)} {list(not_back.items())[:5]}")
     assert len(not_back) < len(differing_first), "no revision brought a first verdict back to one receiver's"
     assert not any(s.attributes.get(PARTIAL) for s in summaries)
+
+
+def _split_runs(first: Sequence[bytes], rest: Sequence[bytes]) -> set[bytes]:
+    """Traces whose root span is in `first` and another span only in `rest`."""
+    def spans(requests: Sequence[bytes]) -> list[Any]:
+        return [s for data in requests for rs in ExportTraceServiceRequest.FromString(data).resource_spans
+                for ss in rs.scope_spans for s in ss.spans]
+    early = spans(first)
+    roots = {s.trace_id for s in early if not s.parent_span_id}
+    seen = {(s.trace_id, s.span_id) for s in early}
+    return {s.trace_id for s in spans(rest) if s.trace_id in roots and (s.trace_id, s.span_id) not in seen}
 
 
 def verdicts(summaries: dict[str, Stored]) -> dict[str, tuple[Any, ...]]:
